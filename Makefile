@@ -1,0 +1,35 @@
+# The two commands of the README, and what they need. Everything installs itself on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The suite runs on the real services (CI and `make test`); the demo runs on the embedded default.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+
+.PHONY: demo test test-sqlite test-fast fixtures
+
+$(STAMP): requirements.txt requirements-spark.txt requirements-dev.txt
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+## Run the dashboard, a Celery worker, celery beat and live PySpark demo queries (Ctrl-C stops all).
+demo: $(STAMP)
+	$(BIN)/python manage.py demo
+
+## The whole test suite on PostgreSQL + Redis, with real Spark, a real worker and a real browser.
+test: $(STAMP)
+	bash .ci/system-packages
+	bash .ci/services
+	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The suite on the embedded default (SQLite, no Redis): the worker test is skipped there.
+test-sqlite: $(STAMP)
+	bash .ci/system-packages
+	$(BIN)/python -m pytest -m "not spark" $(PYTEST_ARGS)
+
+## Regenerate tests/fixtures with real PySpark.
+fixtures: $(STAMP)
+	$(BIN)/python -m pipelines.generate_fixtures tests/fixtures

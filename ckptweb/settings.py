@@ -1,0 +1,160 @@
+"""ckptweb settings: one module, every project variable read from a CKPTWEB_* environment variable.
+
+With nothing set you get the embedded default: SQLite under var/ and a Celery broker that needs no
+server (kombu's filesystem transport, folders under var/broker/, with a real separate worker).
+CKPTWEB_DATABASE_URL and CKPTWEB_REDIS_URL switch to PostgreSQL and Redis. The README lists every
+variable with its default.
+"""
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    """Return CKPTWEB_<name>, or the content of the file named by CKPTWEB_<name>_FILE (container secrets)."""
+    file_name = os.environ.get(f"CKPTWEB_{name}_FILE")
+    if file_name:
+        return Path(file_name).read_text().strip()
+    return os.environ.get(f"CKPTWEB_{name}", default)
+
+
+def env_flag(name: str, default: bool) -> bool:
+    raw = env(name, "true" if default else "false").strip().lower()
+    if raw in {"1", "true", "yes"}:
+        return True
+    if raw in {"0", "false", "no"}:
+        return False
+    raise ImproperlyConfigured(f"CKPTWEB_{name}={raw!r}: use true or false")
+
+
+def env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    raw = env(name, str(default)).strip()
+    if not raw.isdigit() or int(raw) < minimum:
+        raise ImproperlyConfigured(f"CKPTWEB_{name}={raw!r}: use a whole number >= {minimum}")
+    return int(raw)
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+DATA_DIR = Path(env("DATA_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_flag("DEBUG", default=True)
+SECRET_KEY = env("SECRET_KEY", "insecure-dev-key")
+if not DEBUG and SECRET_KEY == "insecure-dev-key":
+    raise ImproperlyConfigured("Set CKPTWEB_SECRET_KEY when CKPTWEB_DEBUG is false")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_celery_beat",
+    "dashboards",
+    "workers",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ckptweb.urls"
+WSGI_APPLICATION = "ckptweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Embedded default: SQLite in the data folder; CKPTWEB_DATABASE_URL=postgres://... for PostgreSQL.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ckptweb.sqlite3'}"), conn_max_age=60
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+
+# The broker. With CKPTWEB_REDIS_URL unset, kombu's filesystem transport: messages are files in
+# CKPTWEB_BROKER_DIR, shared by the web process, celery beat and a real, separate worker process
+# on the same machine. It needs no server but does not span machines: use Redis for that.
+REDIS_URL = env("REDIS_URL")
+BROKER_DIR = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+else:
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+    # kombu expects the folders to exist; every process (web, beat, worker) reads this module first.
+    for _folder in CELERY_BROKER_TRANSPORT_OPTIONS.values():
+        if isinstance(_folder, str):
+            Path(_folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+
+# Checkpoints may only be registered under these roots (local paths or fsspec URLs, comma-separated).
+CHECKPOINT_ROOTS = env_list("CHECKPOINT_ROOTS", str(DATA_DIR / "checkpoints"))
+SYNC_INTERVAL_SECONDS = env_int("SYNC_INTERVAL_SECONDS", 30)
+# A sync that has not finished after this long is presumed dead and its lock may be taken over.
+SYNC_LEASE_SECONDS = env_int("SYNC_LEASE_SECONDS", 300)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}
+
+# plotly.js is served from the installed plotly package (no copy in git, always the matching version).
+import plotly as _plotly  # noqa: E402
+
+STATICFILES_DIRS = [("vendor/plotly", Path(_plotly.__file__).parent / "package_data")]

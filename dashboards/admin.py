@@ -1,0 +1,55 @@
+from django.contrib import admin
+
+from .models import Batch, Checkpoint, QueryRun, StreamingQuery, SyncIssue, SyncRun
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(admin.ModelAdmin):
+    list_display = ["name", "url", "is_enabled", "latest_batch_id", "uncommitted_batch_count", "last_synced_at"]
+    list_filter = ["is_enabled"]
+    search_fields = ["name", "url"]
+    readonly_fields = [
+        "query", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
+        "uncommitted_batch_count", "last_synced_at", "sync_lease_owner", "sync_lease_until",
+    ]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the sync worker writes: browsable in the admin, never edited there."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyAdmin):
+    list_display = ["checkpoint", "batch_id", "timestamp_ms", "watermark_ms", "is_committed"]
+    list_filter = ["is_committed", "checkpoint"]
+    list_select_related = ["checkpoint"]
+
+
+@admin.register(SyncRun)
+class SyncRunAdmin(ReadOnlyAdmin):
+    list_display = ["checkpoint", "started_at", "status", "new_batches", "new_commits", "read_calls", "list_calls", "error_count"]
+    list_filter = ["status", "checkpoint"]
+    list_select_related = ["checkpoint"]
+
+
+@admin.register(SyncIssue)
+class SyncIssueAdmin(ReadOnlyAdmin):
+    list_display = ["checkpoint", "path", "error_type", "first_seen_at", "last_seen_at", "resolved_at"]
+    list_filter = ["error_type", "checkpoint"]
+
+
+@admin.register(StreamingQuery)
+class StreamingQueryAdmin(admin.ModelAdmin):
+    list_display = ["query_id", "name", "first_seen_at"]
+    search_fields = ["query_id", "name"]
+
+
+@admin.register(QueryRun)
+class QueryRunAdmin(ReadOnlyAdmin):
+    list_display = ["run_id", "query", "started_at", "ended_at"]

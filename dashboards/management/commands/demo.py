@@ -1,0 +1,122 @@
+"""`manage.py demo`: the whole system on one machine, with live PySpark queries to watch.
+
+Migrates, creates a demo user, starts the PySpark demo pipeline (pipelines/demo.py), registers
+the checkpoints it writes, then runs gunicorn, a Celery worker and celery beat until Ctrl-C or
+SIGTERM, when it stops every process it started.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+DEMO_USER = "demo"
+DEMO_SYNC_INTERVAL_SECONDS = 10
+PIPELINE_START_TIMEOUT_SECONDS = 300
+
+
+class Command(BaseCommand):
+    help = "Run the dashboard, a worker, celery beat and live demo PySpark queries until interrupted."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--seconds", type=int, default=0, help="Stop after this many seconds (0: run until interrupted).")
+
+    def handle(self, *args, port: int, seconds: int, **options) -> None:
+        call_command("migrate", verbosity=0)
+        password = _ensure_demo_user()
+        processes: list[subprocess.Popen] = []
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        try:
+            pipeline = _start([sys.executable, "-m", "pipelines.demo", str(_demo_dir())], processes, stdout=subprocess.PIPE)
+            self._register_demo_checkpoints(pipeline)
+            _start(_celery("worker", "--loglevel=INFO", "--concurrency=2"), processes)
+            _start(_celery("beat", "--loglevel=INFO"), processes)
+            _start([sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"], processes)
+            self.stdout.write(self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}"))
+            self.stdout.write("Press Ctrl-C to stop everything.")
+            _wait(processes, seconds)
+        except KeyboardInterrupt:
+            self.stdout.write("stopping…")
+        finally:
+            _stop(processes)
+
+    def _register_demo_checkpoints(self, pipeline: subprocess.Popen) -> None:
+        """Register each checkpoint the pipeline announces on stdout ("checkpoint NAME PATH")."""
+        deadline = time.monotonic() + PIPELINE_START_TIMEOUT_SECONDS
+        registered = 0
+        for line in pipeline.stdout:
+            parts = line.decode().split()
+            if parts[:1] == ["checkpoint"] and len(parts) == 3:
+                call_command("register_checkpoint", parts[1], parts[2], interval=DEMO_SYNC_INTERVAL_SECONDS, stdout=self.stdout)
+                registered += 1
+            elif parts[:1] == ["ready"] or time.monotonic() > deadline:
+                break
+        if registered == 0:
+            raise CommandError("the demo pipeline announced no checkpoint; see its output above")
+        # Keep draining the pipeline's stdout so that it never blocks on a full pipe.
+        threading.Thread(target=_copy_lines, args=(pipeline.stdout,), daemon=True).start()
+
+
+def _demo_dir() -> Path:
+    """The demo writes inside the first configured root, so the web UI may register it."""
+    root = Path(settings.CHECKPOINT_ROOTS[0].removeprefix("file://"))
+    return root / "demo"
+
+
+def _ensure_demo_user() -> str:
+    password = os.environ.get("CKPTWEB_DEMO_PASSWORD", "ckptweb-demo")
+    user, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
+    user.is_staff = user.is_superuser = True
+    user.set_password(password)
+    user.save()
+    return password
+
+
+def _copy_lines(stream) -> None:
+    for line in stream:
+        sys.stdout.write(line.decode(errors="replace"))
+
+
+def _celery(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "ckptweb", *arguments]
+
+
+def _start(command: list[str], processes: list[subprocess.Popen], **kwargs) -> subprocess.Popen:
+    # Each child leads its own process group so that stopping it also stops what it started (the JVM).
+    process = subprocess.Popen(command, start_new_session=True, **kwargs)
+    processes.append(process)
+    return process
+
+
+def _wait(processes: list[subprocess.Popen], seconds: int) -> None:
+    deadline = time.monotonic() + seconds if seconds else None
+    while deadline is None or time.monotonic() < deadline:
+        for process in processes:
+            if process.poll() is not None:
+                raise CommandError(f"{' '.join(process.args[:4])} exited with {process.returncode}")
+        time.sleep(1)
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    for process in reversed(processes):
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _raise_keyboard_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,24 @@
+"""`manage.py register_checkpoint NAME URL`: register (or update) a checkpoint from a script."""
+from django.core.management.base import BaseCommand, CommandError
+
+from dashboards.forms import CheckpointForm
+from dashboards.models import Checkpoint
+
+
+class Command(BaseCommand):
+    help = "Register a checkpoint for syncing, or update the one with the same name."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("url")
+        parser.add_argument("--interval", type=int, default=None, help="Sync interval in seconds.")
+
+    def handle(self, *args, name: str, url: str, interval: int | None, **options) -> None:
+        instance = Checkpoint.objects.filter(name=name).first()
+        data = {"name": name, "url": url, "is_enabled": True}
+        data["sync_interval_seconds"] = interval or (instance.sync_interval_seconds if instance else Checkpoint().sync_interval_seconds)
+        form = CheckpointForm(data, instance=instance)
+        if not form.is_valid():
+            raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        checkpoint = form.save()
+        self.stdout.write(f"registered {checkpoint.name} -> {checkpoint.url} (id {checkpoint.pk})")

@@ -1,0 +1,233 @@
+"""The store: what the workers have read from checkpoints, and what users registered.
+
+Only the sync worker writes Batch, SyncRun and SyncIssue rows; views read them through the named
+QuerySet methods below.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone as dt_timezone
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from .schedules import schedule_sync, unschedule_sync
+
+
+def default_sync_interval_seconds() -> int:
+    return settings.SYNC_INTERVAL_SECONDS
+
+
+def ms_to_datetime(value_ms: int | None) -> datetime | None:
+    """Spark writes times as epoch milliseconds; 0 means "not set" in the offset log."""
+    if not value_ms:
+        return None
+    return datetime.fromtimestamp(value_ms / 1000, tz=dt_timezone.utc)
+
+
+class StreamingQuery(models.Model):
+    """A streaming query identity: the id Spark keeps in the checkpoint's `metadata` file."""
+
+    query_id = models.UUIDField(unique=True)
+    name = models.CharField(max_length=300, blank=True, help_text="From progress events, when known.")
+    first_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "streaming queries"
+
+    def __str__(self) -> str:
+        return self.name or str(self.query_id)
+
+
+class QueryRun(models.Model):
+    """One start of a query (Spark's runId, new on every restart), known from progress events."""
+
+    query = models.ForeignKey(StreamingQuery, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.UUIDField(unique=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return str(self.run_id)
+
+
+class CheckpointQuerySet(models.QuerySet):
+    def for_list(self) -> CheckpointQuerySet:
+        """Checkpoints with what the list page shows, in one query."""
+        open_issues = models.Count("issues", filter=Q(issues__resolved_at__isnull=True), distinct=True)
+        return self.select_related("query").annotate(open_issue_count=open_issues).order_by("name")
+
+    def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
+        """Lock the checkpoint for one sync; False when another live worker holds it.
+
+        A conditional UPDATE, so two workers racing for the same checkpoint cannot both win; a
+        crashed worker's lease simply expires.
+        """
+        free = Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
+        taken = self.filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        return taken == 1
+
+    def release_sync_lease(self, pk: int, *, owner: str) -> None:
+        self.filter(pk=pk, sync_lease_owner=owner).update(sync_lease_owner="", sync_lease_until=None)
+
+
+class Checkpoint(models.Model):
+    """A checkpoint location registered for observation, and what the last sync found there."""
+
+    name = models.CharField(max_length=200, unique=True)
+    url = models.CharField(
+        max_length=1000, unique=True, help_text="Local path or fsspec URL of the checkpoint root (the folder holding offsets/)."
+    )
+    is_enabled = models.BooleanField("enabled", default=True, help_text="Disabled checkpoints are not synced.")
+    sync_interval_seconds = models.PositiveIntegerField(default=default_sync_interval_seconds)
+    created_at = models.DateTimeField(auto_now_add=True)
+    query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
+    sync_schedule = models.OneToOneField(
+        "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, editable=False, related_name="+"
+    )
+
+    # Written by the sync worker only: the health figures the list page shows without touching Batch.
+    latest_batch_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    latest_batch_at = models.DateTimeField(null=True, blank=True, editable=False)
+    latest_committed_batch_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    uncommitted_batch_count = models.PositiveIntegerField(default=0, editable=False)
+    last_synced_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    # The sync lock: a worker owns the checkpoint until sync_lease_until; a crashed worker's lease expires.
+    sync_lease_owner = models.CharField(max_length=200, blank=True, editable=False)
+    sync_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = CheckpointQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("dashboards:checkpoint-detail", args=[self.pk])
+
+    def save(self, *args, **kwargs) -> None:
+        """Save, then keep the periodic sync in celery beat's table in step with this row."""
+        super().save(*args, **kwargs)
+        if kwargs.get("update_fields") is None or {"sync_interval_seconds", "is_enabled", "name"} & set(kwargs["update_fields"]):
+            task = schedule_sync(self)
+            if self.sync_schedule_id != task.pk:
+                self.sync_schedule = task
+                super().save(update_fields=["sync_schedule"])
+
+    def delete(self, *args, **kwargs):
+        unschedule_sync(self)
+        return super().delete(*args, **kwargs)
+
+    @property
+    def last_sync_run(self) -> SyncRun | None:
+        return self.sync_runs.order_by("-started_at").first()
+
+
+class BatchQuerySet(models.QuerySet):
+    def for_timeline(self) -> BatchQuerySet:
+        """Batches oldest first, only the columns the timeline chart plots."""
+        return self.order_by("batch_id").only("batch_id", "timestamp_ms", "watermark_ms", "is_committed")
+
+    def for_table(self) -> BatchQuerySet:
+        return self.order_by("-batch_id")
+
+    def uncommitted(self) -> BatchQuerySet:
+        return self.filter(is_committed=False)
+
+
+class Batch(models.Model):
+    """One micro-batch: its offsets/N entry and, once written, its commits/N entry."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="batches")
+    batch_id = models.BigIntegerField()
+    offset_log_version = models.PositiveSmallIntegerField()
+    timestamp_ms = models.BigIntegerField(help_text="batchTimestampMs from the offset log (0 when Spark wrote none).")
+    watermark_ms = models.BigIntegerField(help_text="batchWatermarkMs from the offset log.")
+    conf = models.JSONField(default=dict, blank=True, help_text="The SQL conf Spark pinned in the offset log.")
+    sources = models.JSONField(default=list, help_text="One offset per source as written (a JSON string), null for '-'.")
+    source_ids = models.JSONField(null=True, blank=True, help_text="Source ids of an offset log v2 entry.")
+    is_committed = models.BooleanField(default=False)
+    commit_log_version = models.PositiveSmallIntegerField(null=True, blank=True)
+    next_batch_watermark_ms = models.BigIntegerField(null=True, blank=True)
+    commit_metadata = models.JSONField(null=True, blank=True, help_text="stateUniqueIds / sinkMetadataMap of newer commit logs.")
+    synced_at = models.DateTimeField(default=timezone.now)
+
+    objects = BatchQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "batch_id"], name="unique_batch_per_checkpoint")]
+        indexes = [models.Index(fields=["checkpoint", "is_committed"], name="batch_commit_state")]
+        verbose_name_plural = "batches"
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint} batch {self.batch_id}"
+
+    @property
+    def timestamp(self) -> datetime | None:
+        return ms_to_datetime(self.timestamp_ms)
+
+    @property
+    def watermark(self) -> datetime | None:
+        return ms_to_datetime(self.watermark_ms)
+
+
+class SyncRun(models.Model):
+    """One sync of one checkpoint: what it read, how many storage calls it made, how it ended."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        OK = "ok"
+        PARTIAL = "partial", "ok with file errors"
+        FAILED = "failed"
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="sync_runs")
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    worker = models.CharField(max_length=200, blank=True)
+    files_read = models.PositiveIntegerField(default=0)
+    bytes_read = models.PositiveBigIntegerField(default=0)
+    list_calls = models.PositiveIntegerField(default=0)
+    info_calls = models.PositiveIntegerField(default=0)
+    read_calls = models.PositiveIntegerField(default=0)
+    new_batches = models.PositiveIntegerField(default=0)
+    new_commits = models.PositiveIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["checkpoint", "-started_at"], name="sync_run_recent")]
+
+    def __str__(self) -> str:
+        return f"sync of {self.checkpoint} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def duration(self) -> timedelta | None:
+        return None if self.finished_at is None else self.finished_at - self.started_at
+
+
+class SyncIssueQuerySet(models.QuerySet):
+    def open(self) -> SyncIssueQuerySet:
+        return self.filter(resolved_at__isnull=True).order_by("path")
+
+
+class SyncIssue(models.Model):
+    """A file the worker could not read: shown in the UI until a later sync reads it fine."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="issues")
+    path = models.CharField(max_length=1000, help_text="Path relative to the checkpoint root ('' for the root itself).")
+    error_type = models.CharField(max_length=100)
+    reason = models.TextField()
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SyncIssueQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "path"], name="one_issue_per_file")]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint}: {self.reason}"

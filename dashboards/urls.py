@@ -1,0 +1,19 @@
+from django.urls import path
+
+from . import views
+
+app_name = "dashboards"
+
+urlpatterns = [
+    path("", views.checkpoint_list, name="checkpoint-list"),
+    path("panels/checkpoints/", views.checkpoint_list_panel, name="checkpoint-list-panel"),
+    path("checkpoints/new/", views.checkpoint_create, name="checkpoint-create"),
+    path("checkpoints/<int:checkpoint_id>/", views.checkpoint_detail, name="checkpoint-detail"),
+    path("checkpoints/<int:checkpoint_id>/edit/", views.checkpoint_edit, name="checkpoint-edit"),
+    path("checkpoints/<int:checkpoint_id>/sync/", views.checkpoint_sync, name="checkpoint-sync"),
+    path("checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"),
+    path("checkpoints/<int:checkpoint_id>/panels/batches/", views.batch_table_panel, name="batch-table-panel"),
+    path("checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"),
+    path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
+    path("health/", views.health, name="health"),
+]

@@ -1,0 +1,120 @@
+"""Pages and panels: fetch through a permission helper, gather, render. No format or query logic."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from workers import tasks
+
+from .charts import TimelinePoint, batch_timeline_figure
+from .forms import CheckpointForm
+from .models import Batch, Checkpoint
+
+BATCHES_PER_PAGE = 50
+RECENT_SYNC_RUNS = 10
+
+
+def _get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
+    """Every signed-in user may view every checkpoint; per-team visibility would go here."""
+    return get_object_or_404(Checkpoint.objects.select_related("query"), pk=checkpoint_id)
+
+
+@login_required
+def checkpoint_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboards/checkpoint_list.html", {"checkpoints": Checkpoint.objects.for_list()})
+
+
+@login_required
+def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboards/partials/checkpoint_table.html", {"checkpoints": Checkpoint.objects.for_list()})
+
+
+@login_required
+def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    context = {"checkpoint": checkpoint, **_health_context(checkpoint), **_batch_page_context(request, checkpoint)}
+    return render(request, "dashboards/checkpoint_detail.html", context)
+
+
+@login_required
+def checkpoint_health_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    context = {"checkpoint": checkpoint, **_health_context(checkpoint)}
+    return render(request, "dashboards/partials/checkpoint_health.html", context)
+
+
+@login_required
+def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    context = {"checkpoint": checkpoint, **_batch_page_context(request, checkpoint)}
+    return render(request, "dashboards/partials/batch_table.html", context)
+
+
+@login_required
+def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    rows = checkpoint.batches.for_timeline().values_list("batch_id", "timestamp_ms", "watermark_ms", "is_committed")
+    figure = batch_timeline_figure(TimelinePoint(*row) for row in rows)
+    return HttpResponse(figure.to_json(), content_type="application/json")
+
+
+@login_required
+def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    batch = get_object_or_404(Batch, checkpoint=checkpoint, batch_id=batch_id)
+    conf = sorted(batch.conf.items())
+    return render(request, "dashboards/batch_detail.html", {"checkpoint": checkpoint, "batch": batch, "conf": conf})
+
+
+@login_required
+@permission_required("dashboards.add_checkpoint", raise_exception=True)
+def checkpoint_create(request: HttpRequest) -> HttpResponse:
+    form = CheckpointForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        checkpoint = form.save()
+        tasks.sync_checkpoint.delay_on_commit(checkpoint.pk)
+        messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
+        return redirect(checkpoint)
+    return render(request, "dashboards/checkpoint_form.html", {"form": form})
+
+
+@login_required
+@permission_required("dashboards.change_checkpoint", raise_exception=True)
+def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    form = CheckpointForm(request.POST or None, instance=checkpoint)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Saved {checkpoint.name}.")
+        return redirect(checkpoint)
+    return render(request, "dashboards/checkpoint_form.html", {"form": form, "checkpoint": checkpoint})
+
+
+@login_required
+@require_POST
+def checkpoint_sync(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    tasks.sync_checkpoint.delay_on_commit(checkpoint.pk)
+    messages.info(request, f"Sync of {checkpoint.name} queued.")
+    return redirect(checkpoint)
+
+
+def health(request: HttpRequest) -> JsonResponse:
+    """Public liveness check for load balancers: answers without touching storage."""
+    return JsonResponse({"status": "ok"})
+
+
+def _health_context(checkpoint: Checkpoint) -> dict:
+    return {
+        "sync_runs": checkpoint.sync_runs.order_by("-started_at")[:RECENT_SYNC_RUNS],
+        "issues": checkpoint.issues.open(),
+    }
+
+
+def _batch_page_context(request: HttpRequest, checkpoint: Checkpoint) -> dict:
+    paginator = Paginator(checkpoint.batches.for_table(), BATCHES_PER_PAGE)
+    return {"batch_page": paginator.get_page(request.GET.get("page"))}

@@ -1,0 +1,69 @@
+"""Shared test fixtures: where the real checkpoints are, copies to damage, and the cast of users."""
+from __future__ import annotations
+
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES  # noqa: F401  (re-exported for tests)
+
+
+@pytest.fixture
+def checkpoint_roots(tmp_path: Path, settings) -> Path:
+    """An allowed root for registered checkpoints, empty at start."""
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    settings.CHECKPOINT_ROOTS = [str(root)]
+    return root
+
+
+@pytest.fixture
+def copy_checkpoint(checkpoint_roots: Path):
+    """Copy a real checkpoint under the allowed root, so a test may add or damage files."""
+
+    def copy(source: Path, name: str | None = None) -> Path:
+        target = checkpoint_roots / (name or source.name)
+        # The shared fixtures are read-only; the copies must be writable to be damaged.
+        shutil.copytree(source, target, copy_function=shutil.copyfile)
+        for path in [target, *target.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        return target
+
+    return copy
+
+
+@pytest.fixture
+def operator_user(django_user_model):
+    """May register and edit checkpoints (the permissions an operators group would grant)."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("olivia", password="operator-password")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_checkpoint", "change_checkpoint"]))
+    return user
+
+
+@pytest.fixture
+def viewer_user(django_user_model):
+    """A signed-in user with no permission beyond viewing."""
+    return django_user_model.objects.create_user("victor", password="viewer-password")
+
+
+@pytest.fixture
+def eager_celery():
+    """Run tasks in the calling process (for view tests that only check what a task leads to)."""
+    from ckptweb.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Close connections after each request, so the live server's thread leaves none open at teardown."""
+    from django.conf import settings
+
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0

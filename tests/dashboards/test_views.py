@@ -1,0 +1,155 @@
+"""Pages and panels, on the real database, with batches synced from a real Spark checkpoint."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django_celery_beat.models import PeriodicTask
+
+from dashboards.models import Checkpoint
+from factories import make_checkpoint
+from fixture_paths import SPARK_TEST_RESOURCES
+from workers.sync import sync_checkpoint
+
+pytestmark = pytest.mark.django_db
+
+INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
+PUBLIC_URL_NAMES = {"login", "logout", "health"}
+
+
+@pytest.fixture
+def synced(copy_checkpoint) -> Checkpoint:
+    checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(INCONSISTENT)))
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    return checkpoint
+
+
+@pytest.fixture
+def viewer_client(client, viewer_user):
+    client.force_login(viewer_user)
+    return client
+
+
+def _all_url_names(resolver=None, namespace: str = "") -> list[str]:
+    names = []
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver) and entry.namespace != "admin":
+            names += _all_url_names(entry, f"{entry.namespace}:" if entry.namespace else namespace)
+        elif isinstance(entry, URLPattern) and entry.name:
+            names.append(namespace + entry.name)
+    return names
+
+
+def _reverse_with_ids(name: str, synced: Checkpoint) -> str:
+    for args in ([], [synced.pk], [synced.pk, 0]):
+        try:
+            return reverse(name, args=args)
+        except Exception:
+            continue
+    raise AssertionError(f"cannot reverse {name}")
+
+
+def test_every_page_but_login_and_health_requires_a_signed_in_user(client, synced):
+    names = [n for n in _all_url_names() if n.split(":")[-1] not in PUBLIC_URL_NAMES]
+    assert "dashboards:checkpoint-detail" in names
+    for name in names:
+        response = client.get(_reverse_with_ids(name, synced))
+        assert response.status_code == 302, name
+        assert response["Location"].startswith(reverse("login")), name
+
+
+def test_health_check_is_public(client):
+    assert client.get(reverse("dashboards:health")).json() == {"status": "ok"}
+
+
+def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries(viewer_client, synced, django_assert_num_queries):
+    for name in ("never-synced", "second", "third"):
+        make_checkpoint(name=name, url=f"/nowhere/{name}")
+    # session, user, two permission look-ups for the menu, and one for the checkpoints with their issue counts
+    with django_assert_num_queries(5):
+        page = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
+    assert "inconsistent" in page and "never-synced" in page
+    assert "d4358946-170c-49a7-823b-d8e4e9126616" in page
+    assert '<span class="badge warn">1</span>' in page  # batch 4 has no commit
+
+
+def test_query_page_lists_batches_newest_first_and_flags_the_uncommitted_one(viewer_client, synced):
+    page = viewer_client.get(synced.get_absolute_url()).content.decode()
+    table = page[page.index('id="batch-table"'):]
+    assert [table.index(f">{b}</a>") for b in (4, 2, 1, 0)] == sorted(table.index(f">{b}</a>") for b in (4, 2, 1, 0))
+    assert 'class="uncommitted"' in table
+    assert 'data-chart-url="' + reverse("dashboards:batch-timeline-chart", args=[synced.pk]) in page
+
+
+def test_timeline_chart_plots_committed_and_uncommitted_batches_at_their_start_time(viewer_client, synced):
+    figure = json.loads(viewer_client.get(reverse("dashboards:batch-timeline-chart", args=[synced.pk])).content)
+    committed, uncommitted, interval, watermark = figure["data"]
+    assert committed["y"] == [0, 1, 2] and uncommitted["y"] == [4]
+    assert committed["x"][0].startswith("2018-07-11T06:53:49.003")
+    assert interval["y"][0] == pytest.approx(1.002)
+    assert watermark["y"] and watermark["y"][0].startswith("1970-01-01T00:00:05")  # batchWatermarkMs 5000
+    assert len(watermark["y"]) == 3  # batch 0 has no watermark yet
+
+
+def test_batch_page_shows_offsets_conf_and_commit(viewer_client, synced):
+    page = viewer_client.get(reverse("dashboards:batch-detail", args=[synced.pk, 4])).content.decode()
+    assert "offsets/4 has no commits/4" in page
+    assert "spark.sql.shuffle.partitions" in page
+    assert viewer_client.get(reverse("dashboards:batch-detail", args=[synced.pk, 3])).status_code == 404
+
+
+def test_viewer_may_not_register_a_checkpoint(viewer_client):
+    assert viewer_client.get(reverse("dashboards:checkpoint-create")).status_code == 403
+
+
+def test_registering_a_checkpoint_outside_the_roots_is_refused_with_the_reason(client, operator_user, checkpoint_roots, tmp_path):
+    client.force_login(operator_user)
+    data = {"name": "escape", "url": str(checkpoint_roots / ".." / "other"), "is_enabled": "on", "sync_interval_seconds": 30}
+    response = client.post(reverse("dashboards:checkpoint-create"), data)
+    assert response.status_code == 200
+    assert "outside" in response.content.decode()
+    assert not Checkpoint.objects.exists()
+
+
+def test_registering_a_checkpoint_schedules_its_sync_and_queues_the_first_one(
+    client, operator_user, copy_checkpoint, django_capture_on_commit_callbacks, eager_celery
+):
+    client.force_login(operator_user)
+    data = {"name": "inc", "url": str(copy_checkpoint(INCONSISTENT)), "is_enabled": "on", "sync_interval_seconds": 45}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("dashboards:checkpoint-create"), data)
+    checkpoint = Checkpoint.objects.get(name="inc")
+    assert response["Location"] == checkpoint.get_absolute_url()
+    task = PeriodicTask.objects.get(pk=checkpoint.sync_schedule_id)
+    assert (task.task, json.loads(task.args), task.interval.every) == ("workers.tasks.sync_checkpoint", [checkpoint.pk], 45)
+    assert checkpoint.batches.count() == 4  # the eager first sync ran after the commit
+
+
+def test_disabling_a_checkpoint_disables_its_schedule(client, operator_user, synced):
+    client.force_login(operator_user)
+    data = {"name": synced.name, "url": synced.url, "sync_interval_seconds": 30}
+    client.post(reverse("dashboards:checkpoint-edit", args=[synced.pk]), data)
+    assert PeriodicTask.objects.get(name=f"sync checkpoint {synced.pk}").enabled is False
+
+
+def test_a_sync_interval_below_the_minimum_is_refused(client, operator_user, checkpoint_roots):
+    client.force_login(operator_user)
+    data = {"name": "fast", "url": str(checkpoint_roots / "x"), "is_enabled": "on", "sync_interval_seconds": 1}
+    response = client.post(reverse("dashboards:checkpoint-create"), data)
+    assert "Sync at most every 5 seconds" in response.content.decode()
+
+
+def test_sync_now_requires_post(viewer_client, synced):
+    assert viewer_client.get(reverse("dashboards:checkpoint-sync", args=[synced.pk])).status_code == 405
+
+
+def test_file_errors_are_shown_on_the_query_page(viewer_client, copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    (directory / "offsets" / "2").write_bytes(b"v1\n{broken")
+    checkpoint = make_checkpoint(url=str(directory))
+    sync_checkpoint(checkpoint.pk)
+    page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
+    assert "Files that could not be read" in page
+    assert "offsets/2" in page

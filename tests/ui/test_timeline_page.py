@@ -1,0 +1,57 @@
+"""A real browser (Debian's chromium, driven by Playwright) logs in and sees the batch timeline."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from factories import make_checkpoint
+from fixture_paths import REPO_DIR, SPARK_TEST_RESOURCES
+from workers.sync import sync_checkpoint
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOT_DIR = REPO_DIR / "test-artifacts"
+# Playwright's sync API runs an event loop in this thread; the ORM calls below stay synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def browser_page():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: the README's test command installs Debian's chromium package")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        yield page
+        browser.close()
+
+
+def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(browser_page, live_server, copy_checkpoint, django_user_model):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")))
+    sync_checkpoint(checkpoint.pk)
+    page = browser_page
+
+    page.goto(live_server.url + "/")
+    page.fill("#id_username", "oncall")
+    page.fill("#id_password", "a-long-password")
+    page.click("button[type=submit]")
+    page.click("text=inconsistent")
+    page.wait_for_selector("#batch-timeline[data-rendered]", timeout=30_000)
+
+    assert page.get_attribute("#batch-timeline", "data-rendered") == "true"
+    assert page.locator("#batch-timeline .main-svg").count() > 0
+    # Three committed batches and one uncommitted, drawn as markers in the first subplot.
+    assert page.locator("#batch-timeline .scatterlayer .trace").first.locator(".point").count() == 3
+    assert page.locator("#batch-table tr.uncommitted").count() == 1
+    SCREENSHOT_DIR.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / "timeline_page.png"), full_page=True)

@@ -1,0 +1,181 @@
+"""workers.sync on the real database and real checkpoint files (copies of Spark-written ones)."""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from dashboards.models import Batch, Checkpoint, SyncIssue, SyncRun
+from factories import make_checkpoint
+from fixture_paths import SPARK_TEST_RESOURCES
+from workers.sync import sync_checkpoint
+
+pytestmark = pytest.mark.django_db
+
+INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
+AGGREGATE_231 = SPARK_TEST_RESOURCES / "checkpoint-version-2.3.1-streaming-aggregate-state-format-1"
+
+
+def _batch_ids(checkpoint: Checkpoint) -> list[int]:
+    return list(checkpoint.batches.order_by("batch_id").values_list("batch_id", flat=True))
+
+
+def _append_batch(checkpoint_dir: Path, batch_id: int, *, committed: bool) -> None:
+    """Write the next batch the way Spark would: a copy of the previous entry under the new id."""
+    previous = max(int(p.name) for p in (checkpoint_dir / "offsets").iterdir() if p.name.isdigit())
+    (checkpoint_dir / "offsets" / str(batch_id)).write_bytes((checkpoint_dir / "offsets" / str(previous)).read_bytes())
+    if committed:
+        (checkpoint_dir / "commits" / str(batch_id)).write_bytes(b'v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_first_sync_stores_every_batch_and_marks_the_one_without_commit(copy_checkpoint):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(INCONSISTENT)))
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    assert _batch_ids(checkpoint) == [0, 1, 2, 4]
+    assert list(checkpoint.batches.uncommitted().values_list("batch_id", flat=True)) == [4]
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (4, 2, 1)
+    assert str(checkpoint.query.query_id) == "d4358946-170c-49a7-823b-d8e4e9126616"
+    assert run.status == SyncRun.Status.OK
+    assert (run.new_batches, run.new_commits) == (4, 3)
+
+
+def test_batch_row_holds_the_offsets_metadata_and_sources_as_written(copy_checkpoint):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(INCONSISTENT)))
+
+    sync_checkpoint(checkpoint.pk)
+
+    batch = checkpoint.batches.get(batch_id=1)
+    assert batch.timestamp_ms == 1531292030005
+    assert batch.watermark_ms == 5000
+    assert batch.conf["spark.sql.shuffle.partitions"] == "5"
+    assert batch.sources == ["1"]
+    assert batch.is_committed
+
+
+def test_second_sync_reads_only_the_new_files(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    checkpoint = make_checkpoint(url=str(directory))
+    sync_checkpoint(checkpoint.pk)
+    _append_batch(directory, 5, committed=True)
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert _batch_ids(checkpoint) == [0, 1, 2, 4, 5]
+    # offsets/5 and commits/5 only; batch 4 is still uncommitted and has no commit file to read.
+    assert (run.read_calls, run.list_calls) == (2, 2)
+    assert (run.new_batches, run.new_commits) == (1, 1)
+
+
+def test_a_commit_written_after_the_first_sync_commits_the_known_batch(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    checkpoint = make_checkpoint(url=str(directory))
+    sync_checkpoint(checkpoint.pk)
+    (directory / "commits" / "4").write_bytes(b'v1\n{"nextBatchWatermarkMs":7}')
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    batch = checkpoint.batches.get(batch_id=4)
+    assert (batch.is_committed, batch.next_batch_watermark_ms) == (True, 7)
+    assert (run.new_batches, run.new_commits, run.read_calls) == (0, 1, 1)
+    checkpoint.refresh_from_db()
+    assert checkpoint.uncommitted_batch_count == 0
+
+
+def test_a_corrupt_file_becomes_an_issue_and_the_other_batches_are_still_read(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    (directory / "offsets" / "1").write_bytes(b"v1\n{not json")
+    checkpoint = make_checkpoint(url=str(directory))
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert _batch_ids(checkpoint) == [0, 2, 4]
+    issue = SyncIssue.objects.get(checkpoint=checkpoint)
+    assert issue.path == "offsets/1"
+    assert "offsets/1" in issue.reason
+    assert run.status == SyncRun.Status.PARTIAL
+
+
+def test_an_issue_is_resolved_once_the_file_reads_fine(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    good = (directory / "offsets" / "1").read_bytes()
+    (directory / "offsets" / "1").write_bytes(b"")
+    checkpoint = make_checkpoint(url=str(directory))
+    sync_checkpoint(checkpoint.pk)
+    assert "Incomplete log file" in checkpoint.issues.open().get().reason
+    (directory / "offsets" / "1").write_bytes(good)
+
+    sync_checkpoint(checkpoint.pk)
+
+    assert not checkpoint.issues.open().exists()
+    assert _batch_ids(checkpoint) == [0, 1, 2, 4]
+
+
+def test_an_unsupported_log_version_names_the_file(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    (directory / "commits" / "2").write_bytes(b'v9\n{"nextBatchWatermarkMs":0}')
+    checkpoint = make_checkpoint(url=str(directory))
+
+    sync_checkpoint(checkpoint.pk)
+
+    issue = checkpoint.issues.open().get()
+    assert (issue.path, issue.error_type) == ("commits/2", "UnsupportedVersionError")
+    assert "v9" in issue.reason
+    assert not checkpoint.batches.get(batch_id=2).is_committed
+
+
+def test_a_checkpoint_outside_the_allowed_roots_is_not_read(copy_checkpoint, settings, tmp_path):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(INCONSISTENT)))
+    settings.CHECKPOINT_ROOTS = [str(tmp_path / "elsewhere")]
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert run.status == SyncRun.Status.FAILED
+    assert checkpoint.batches.count() == 0
+    assert checkpoint.issues.open().get().error_type == "PathNotAllowedError"
+
+
+def test_a_sync_is_skipped_while_another_worker_holds_the_checkpoint(copy_checkpoint):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(INCONSISTENT)))
+    now = timezone.now()
+    assert Checkpoint.objects.take_sync_lease(checkpoint.pk, owner="other", now=now, seconds=300)
+
+    assert sync_checkpoint(checkpoint.pk, now=now + timedelta(seconds=10)) is None
+    assert checkpoint.batches.count() == 0
+
+
+def test_a_dead_workers_lease_expires(copy_checkpoint):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(INCONSISTENT)))
+    now = timezone.now()
+    Checkpoint.objects.take_sync_lease(checkpoint.pk, owner="crashed", now=now - timedelta(seconds=600), seconds=300)
+
+    assert sync_checkpoint(checkpoint.pk, now=now) is not None
+    assert checkpoint.batches.count() == 4
+
+
+def test_sync_twice_changes_nothing(copy_checkpoint):
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(AGGREGATE_231)))
+    sync_checkpoint(checkpoint.pk)
+    before = list(Batch.objects.values_list("batch_id", "timestamp_ms", "is_committed", "sources"))
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert list(Batch.objects.values_list("batch_id", "timestamp_ms", "is_committed", "sources")) == before
+    assert (run.new_batches, run.new_commits, run.read_calls) == (0, 0, 0)
+
+
+def test_a_missing_checkpoint_directory_syncs_to_nothing_without_error(checkpoint_roots):
+    checkpoint = make_checkpoint(url=str(checkpoint_roots / "not-started-yet"))
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert run.status == SyncRun.Status.OK
+    assert checkpoint.batches.count() == 0
+
+
+def test_sync_of_a_deleted_checkpoint_does_nothing():
+    assert sync_checkpoint(424242) is None

@@ -1,0 +1,265 @@
+"""The storage edge: the only module of the library that imports fsspec.
+
+A ``CheckpointStorage`` is one checkpoint root (a local path or any fsspec URL such as
+``file:///data/ckpt``, ``memory://ckpt`` or ``s3://bucket/ckpt``). Everything below it is named
+by a relative path that always uses ``/`` (``offsets/3``, ``state/0/1/4.delta``). This module
+checks that the root lies under an allowed root, lists and reads, counts every call, and
+translates ``FileNotFoundError``, ``PermissionError`` and other OS/fsspec errors into the
+library's own errors with the relative path attached.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import fsspec
+import fsspec.exceptions
+
+from .errors import CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+
+# Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
+# exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
+MAX_LOG_FILE_BYTES = 64 * 1024 * 1024
+
+# s3fs, gcsfs and adlfs translate their client errors into OSError subclasses; FSTimeoutError
+# is fsspec's own for async backends.
+_BACKEND_ERRORS = (OSError, fsspec.exceptions.FSTimeoutError)
+
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+_LOCAL_SCHEMES = frozenset({"file", "local"})
+# fsspec listing keys that carry a modification time, most specific first. The memory
+# filesystem only records "created", which is the mtime of Spark's write-once files.
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One entry of a directory listing; ``mtime`` is in seconds since the epoch, if known."""
+
+    name: str
+    size: int
+    mtime: float | None
+    is_dir: bool
+
+
+@dataclass(slots=True)
+class StorageCalls:
+    """Counters of the calls a ``CheckpointStorage`` made, for logs, metrics and tests."""
+
+    list: int = 0
+    info: int = 0
+    read: int = 0
+    bytes_read: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """Return the counters as a plain dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Location:
+    """A URL split into its scheme and a normalised path."""
+
+    protocol: str
+    path: str  # local: absolute and normalised; remote: "bucket/key" without '.' or '..'
+
+    @property
+    def url(self) -> str:
+        return f"{self.protocol}://{self.path}"
+
+
+def check_allowed(url: str, allowed_roots: Sequence[str] | None) -> str:
+    """Return the normalised form of ``url`` after checking it against ``allowed_roots``.
+
+    Opens nothing, so a form can validate user input with it. ``allowed_roots=None`` allows
+    every URL; an empty sequence allows none. Raises PathNotAllowedError naming ``url``.
+    """
+    location = _parse_location(url)
+    if allowed_roots is None:
+        return location.url
+    if isinstance(allowed_roots, (str, bytes)):
+        raise TypeError("allowed_roots must be a list of root URLs, not one string: wrap it in [...]")
+    roots = [_parse_location(root) for root in allowed_roots]
+    if any(_is_inside(location, root) for root in roots):
+        return location.url
+    raise PathNotAllowedError(url, _refusal_reason(location, roots))
+
+
+def _parse_location(url: str) -> _Location:
+    """Split ``url`` into scheme and path; plain paths are local and made absolute."""
+    if not isinstance(url, str):
+        raise TypeError(f"a checkpoint URL must be a str, not {type(url).__name__}")
+    if not url.strip():
+        raise PathNotAllowedError(repr(url), "the checkpoint URL is empty")
+    if "::" in url:
+        raise PathNotAllowedError(url, "chained fsspec URLs ('::') are not supported")
+    protocol, separator, rest = url.partition("://")
+    if not separator:
+        protocol, rest = "file", url
+    protocol = protocol.lower()
+    if not _SCHEME.fullmatch(protocol):
+        raise PathNotAllowedError(url, f"{protocol!r} is not a URL scheme")
+    if protocol in _LOCAL_SCHEMES:
+        return _Location("file", os.path.normpath(os.path.abspath(rest)))
+    return _Location(protocol, _remote_path(url, rest))
+
+
+def _remote_path(url: str, rest: str) -> str:
+    """Normalise the path of a remote URL, where '..' has no meaning the server would resolve."""
+    segments = rest.split("/")
+    if any(segment in (".", "..") for segment in segments):
+        raise PathNotAllowedError(url, "'.' and '..' segments are not allowed in a URL")
+    path = "/".join(segment for segment in segments if segment)
+    if not path:
+        raise PathNotAllowedError(url, "the URL has no path after the scheme")
+    return path
+
+
+def _is_inside(location: _Location, root: _Location) -> bool:
+    """Tell whether ``location`` is ``root`` or below it (local paths with symlinks resolved)."""
+    if location.protocol != root.protocol:
+        return False
+    if location.protocol == "file":
+        path, root_path = os.path.realpath(location.path), os.path.realpath(root.path)
+        return os.path.commonpath([path, root_path]) == root_path
+    return location.path == root.path or location.path.startswith(root.path + "/")
+
+
+def _refusal_reason(location: _Location, roots: list[_Location]) -> str:
+    if not roots:
+        return "no checkpoint roots are configured"
+    if all(root.protocol != location.protocol for root in roots):
+        return f"the scheme {location.protocol!r} is not allowed"
+    allowed = ", ".join(root.url for root in roots)
+    return f"the path is outside the allowed roots ({allowed})"
+
+
+class CheckpointStorage:
+    """One checkpoint root on an fsspec filesystem; the library's only door to storage.
+
+    ``url`` is the normalised URL of the root. Relative paths below it use '/' and may not
+    contain empty, '.' or '..' segments.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        allowed_roots: Sequence[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.url = check_allowed(url, allowed_roots)
+        self.calls = StorageCalls()
+        try:
+            self._fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+        except (ImportError, ValueError) as exc:
+            # An unknown scheme, or a backend such as s3fs that is not installed.
+            raise StorageError(self.url, f"cannot open this filesystem: {exc}") from exc
+        self._root = root if root == "/" else root.rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"CheckpointStorage({self.url!r})"
+
+    def list_dir(self, relpath: str = "") -> list[FileInfo]:
+        """List a directory, sorted by name; return [] when it does not exist."""
+        path = self._path(relpath)
+        self.calls.list += 1
+        # fsspec caches instances and (for object stores) listings across calls; a dashboard
+        # that polls must see new batches, so drop the cached listing first.
+        self._fs.invalidate_cache(path)
+        try:
+            entries = self._fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
+        # Some backends list the directory itself, or the file when `path` is a file.
+        infos = [_file_info(entry) for entry in entries if entry["name"].rstrip("/") != path]
+        return sorted(infos, key=lambda info: info.name)
+
+    def read_bytes(self, relpath: str, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes:
+        """Return the whole content of a file.
+
+        Raises MissingFileError when it does not exist, StorageError when it cannot be read,
+        and CorruptFileError when it is larger than ``max_bytes`` (None: no limit).
+        """
+        path = self._path(relpath)
+        self.calls.read += 1
+        # Ask for one byte more than allowed: a file that returns it is too large, and no
+        # more than the budget is ever held in memory.
+        end = None if max_bytes is None else max_bytes + 1
+        try:
+            data = bytes(self._fs.cat_file(path, start=0, end=end))
+        except FileNotFoundError:
+            raise MissingFileError(relpath, "no such file") from None
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath, "cannot read the file", exc) from exc
+        self.calls.bytes_read += len(data)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise CorruptFileError(relpath, f"file is larger than the read limit of {max_bytes} bytes")
+        return data
+
+    def find_bytes(self, relpath: str, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes | None:
+        """Return the content of a file, or None when it does not exist."""
+        try:
+            return self.read_bytes(relpath, max_bytes=max_bytes)
+        except MissingFileError:
+            return None
+
+    def exists(self, relpath: str) -> bool:
+        """Tell whether a file or directory exists."""
+        path = self._path(relpath)
+        self.calls.info += 1
+        try:
+            return bool(self._fs.exists(path))
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath or ".", "cannot check whether the path exists", exc) from exc
+
+    def _path(self, relpath: str) -> str:
+        """Join a '/'-separated relative path to the root, refusing anything that could escape."""
+        if not isinstance(relpath, str):
+            raise TypeError(f"relpath must be a str, not {type(relpath).__name__}")
+        if not relpath:
+            return self._root
+        segments = relpath.split("/")
+        if any(segment in ("", ".", "..") for segment in segments):
+            raise PathNotAllowedError(
+                relpath, "a relative path must use '/' without leading, empty, '.' or '..' segments"
+            )
+        return posixpath.join(self._root, *segments)
+
+
+def _file_info(entry: dict[str, Any]) -> FileInfo:
+    """Turn one fsspec ``ls(detail=True)`` entry into a FileInfo."""
+    name = posixpath.basename(entry["name"].rstrip("/"))
+    is_dir = entry.get("type") == "directory"
+    return FileInfo(name=name, size=int(entry.get("size") or 0), mtime=_mtime_seconds(entry), is_dir=is_dir)
+
+
+def _mtime_seconds(entry: dict[str, Any]) -> float | None:
+    """Find the modification time in a listing entry, whatever the backend calls it."""
+    for key in _MTIME_KEYS:
+        value = entry.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            try:
+                return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def _storage_error(relpath: str, action: str, exc: BaseException) -> StorageError:
+    """Build the StorageError for a failed backend call, keeping the backend's explanation."""
+    if isinstance(exc, PermissionError):
+        return StorageError(relpath, f"{action}: permission denied")
+    return StorageError(relpath, f"{action}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,159 @@
+"""A one-pass overview of a checkpoint's metadata logs (``inspect_checkpoint --json``).
+
+Reads ``metadata``, every ``offsets/<N>`` and every ``commits/<N>``. A file that cannot be
+read or parsed becomes an entry of ``errors`` and the walk goes on, so one corrupt
+``offsets/3`` does not hide ``offsets/4``. Absence is not an error: a checkpoint without a
+``metadata`` file has no query id yet, and a batch without a commit file is uncommitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import CheckpointError
+from .layout import COMMITS_DIR, OFFSETS_DIR
+from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
+from .logfile import parse_json_value
+
+if TYPE_CHECKING:
+    from .storage import CheckpointStorage
+
+
+@dataclass(frozen=True, slots=True)
+class FileIssue:
+    """A file the summary could not read or parse: its relative path and the error message."""
+
+    path: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSummary:
+    """One batch of the offset log.
+
+    ``timestamp_ms``/``watermark_ms`` are None when the offsets file has no metadata line;
+    ``sources`` holds each offset as a JSON value (the raw string when it is not valid JSON,
+    None for a source without an offset).
+    """
+
+    batch_id: int
+    timestamp_ms: int | None
+    watermark_ms: int | None
+    is_committed: bool
+    sources: tuple[Any, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the batch as an entry of the summary document's ``batches``."""
+        return {
+            "batch_id": self.batch_id,
+            "timestamp_ms": self.timestamp_ms,
+            "watermark_ms": self.watermark_ms,
+            "committed": self.is_committed,
+            "sources": list(self.sources),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSummary:
+    """What the metadata logs of a checkpoint say, plus the files that could not be read.
+
+    ``offset_ids`` and ``commit_ids`` are the batch ids listed on storage (sorted), including
+    those whose file turned out to be corrupt; ``batches`` has only the parsed offsets files.
+    """
+
+    query_id: str | None
+    offset_ids: tuple[int, ...]
+    commit_ids: tuple[int, ...]
+    batches: tuple[BatchSummary, ...]
+    errors: tuple[FileIssue, ...]
+
+    @property
+    def uncommitted(self) -> tuple[int, ...]:
+        """Batch ids with an offsets file but no commit file, sorted."""
+        committed = set(self.commit_ids)
+        return tuple(batch_id for batch_id in self.offset_ids if batch_id not in committed)
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the JSON-ready document that ``inspect_checkpoint --json`` prints."""
+        return {
+            "query_id": self.query_id,
+            "offsets": _id_range(self.offset_ids),
+            "commits": _id_range(self.commit_ids),
+            "uncommitted": list(self.uncommitted),
+            "batches": [batch.as_json() for batch in self.batches],
+            "errors": [{"path": issue.path, "error": issue.error} for issue in self.errors],
+        }
+
+
+def summarize_checkpoint(storage: CheckpointStorage) -> CheckpointSummary:
+    """Read the metadata, offset and commit logs of a checkpoint, recording errors per file."""
+    issues: list[FileIssue] = []
+    query_id = _find_query_id(storage, issues)
+    offset_ids = _list_ids(storage, OFFSETS_DIR, issues)
+    commit_ids = _list_ids(storage, COMMITS_DIR, issues)
+    committed = set(commit_ids)
+    batches = [_summarize_batch(storage, batch_id, batch_id in committed, issues) for batch_id in offset_ids]
+    for batch_id in commit_ids:
+        _record_errors(issues, f"{COMMITS_DIR}/{batch_id}", read_commit, storage, batch_id)
+    return CheckpointSummary(
+        query_id=query_id,
+        offset_ids=tuple(offset_ids),
+        commit_ids=tuple(commit_ids),
+        batches=tuple(batch for batch in batches if batch is not None),
+        errors=tuple(issues),
+    )
+
+
+def _record_errors(issues: list[FileIssue], path: str, read: Any, *args: Any) -> Any:
+    """Call ``read(*args)``; on a CheckpointError record it under ``path`` and return None."""
+    try:
+        return read(*args)
+    except CheckpointError as exc:
+        issues.append(FileIssue(path=path, error=str(exc)))
+        return None
+
+
+def _find_query_id(storage: CheckpointStorage, issues: list[FileIssue]) -> str | None:
+    metadata = _record_errors(issues, "metadata", find_stream_metadata, storage)
+    return None if metadata is None else metadata.id
+
+
+def _list_ids(storage: CheckpointStorage, dirname: str, issues: list[FileIssue]) -> list[int]:
+    ids = _record_errors(issues, dirname, list_batch_ids, storage, dirname)
+    return [] if ids is None else ids
+
+
+def _summarize_batch(
+    storage: CheckpointStorage, batch_id: int, is_committed: bool, issues: list[FileIssue]
+) -> BatchSummary | None:
+    offset_seq = _record_errors(issues, f"{OFFSETS_DIR}/{batch_id}", read_offset_seq, storage, batch_id)
+    if offset_seq is None:
+        return None
+    metadata = offset_seq.metadata
+    return BatchSummary(
+        batch_id=batch_id,
+        timestamp_ms=None if metadata is None else metadata.batch_timestamp_ms,
+        watermark_ms=None if metadata is None else metadata.batch_watermark_ms,
+        is_committed=is_committed,
+        sources=tuple(_offset_as_json(offset) for offset in offset_seq.offsets),
+    )
+
+
+def _offset_as_json(offset: str | None) -> Any:
+    """Return an offset as JSON when it is JSON (as StreamingQueryProgress does), else as written."""
+    if offset is None:
+        return None
+    try:
+        return parse_json_value(offset, source="offset", what="offset")
+    except CheckpointError:
+        return offset
+
+
+def _id_range(batch_ids: tuple[int, ...]) -> dict[str, int | None]:
+    """Return first, latest and count of sorted batch ids, as in the summary document."""
+    return {
+        "first": batch_ids[0] if batch_ids else None,
+        "latest": batch_ids[-1] if batch_ids else None,
+        "count": len(batch_ids),
+    }
