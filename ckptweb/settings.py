@@ -97,6 +97,12 @@ DATABASES = {
         env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ckptweb.sqlite3'}"), conn_max_age=60
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The web server, the worker's processes and beat all write: WAL lets readers go on while one
+    # writes, IMMEDIATE transactions and a timeout make writers wait instead of failing at once.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

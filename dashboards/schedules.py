@@ -28,6 +28,8 @@ def schedule_sync(checkpoint: Checkpoint) -> PeriodicTask:
             "interval": interval,
             "args": json.dumps([checkpoint.pk]),
             "enabled": checkpoint.is_enabled,
+            # A sync still queued when the next one is due is worthless: let the broker drop it.
+            "expire_seconds": checkpoint.sync_interval_seconds,
             "description": f"Sync {checkpoint.name} ({checkpoint.url})",
         },
     )

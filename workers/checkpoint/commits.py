@@ -19,14 +19,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CorruptFileError
-from .logfile import get_long, get_object, parse_json_object, parse_log_file
+from .logfile import JsonSite, get_long, get_object, get_object_map, parse_json_object, parse_log_file
 
 COMMIT_LOG_MAX_VERSION = 3
 
 # Operator ids are Java longs written as JSON object keys.
 _OPERATOR_ID = re.compile(r"0|[1-9][0-9]{0,18}")
-_WHAT = "line 2 (commit metadata)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,29 +49,29 @@ def parse_commit(data: bytes, *, source: str) -> CommitMetadata:
     UnsupportedVersionError above v3.
     """
     log = parse_log_file(data, source=source, max_version=COMMIT_LOG_MAX_VERSION)
-    text, offset = (log.lines[0], log.offset_of(0)) if log.lines else ("{}", None)
-    fields = parse_json_object(text, source=source, what=_WHAT, offset=offset)
+    text = log.lines[0] if log.lines else "{}"  # CommitLog reads a missing line 2 as EMPTY_JSON
+    site = JsonSite(source, "line 2 (commit metadata)", log.offset_of(0))
+    fields = parse_json_object(text, site)
     return CommitMetadata(
         version=log.version,
-        next_batch_watermark_ms=get_long(fields, "nextBatchWatermarkMs", source=source, what=_WHAT, offset=offset),
-        state_unique_ids=_parse_state_unique_ids(log.version, fields, source=source, offset=offset),
-        sink_metadata=_parse_sink_metadata(log.version, fields, source=source, offset=offset),
+        next_batch_watermark_ms=get_long(fields, "nextBatchWatermarkMs", site),
+        state_unique_ids=_parse_state_unique_ids(fields, site) if log.version >= 2 else None,
+        # CommitMetadataV3 only; its default is an empty map.
+        sink_metadata=get_object_map(fields, "sinkMetadataMap", site) if log.version >= 3 else None,
     )
 
 
 def _parse_state_unique_ids(
-    version: int, fields: dict[str, Any], *, source: str, offset: int | None
+    fields: dict[str, Any], site: JsonSite
 ) -> dict[int, list[list[str | None]]] | None:
-    """Return ``stateUniqueIds`` of a v2/v3 file, checking its shape; None in v1 or when absent."""
-    ids = get_object(fields, "stateUniqueIds", source=source, what=_WHAT, offset=offset) if version >= 2 else None
+    """Return ``stateUniqueIds`` (v2 and v3) with its shape checked; None when absent."""
+    ids = get_object(fields, "stateUniqueIds", site)
     if ids is None:
         return None
     result = {}
     for operator_id, partitions in ids.items():
         if not _OPERATOR_ID.fullmatch(operator_id) or not _is_list_of_id_lists(partitions):
-            raise CorruptFileError(
-                source, f"{_WHAT}: stateUniqueIds of operator {operator_id[:20]!r} is not a list of id lists", offset=offset
-            )
+            raise site.error(f"stateUniqueIds of operator {operator_id[:20]!r} is not a list of id lists")
         result[int(operator_id)] = partitions
     return result
 
@@ -82,16 +80,3 @@ def _is_list_of_id_lists(value: Any) -> bool:
     return isinstance(value, list) and all(
         isinstance(ids, list) and all(uid is None or isinstance(uid, str) for uid in ids) for ids in value
     )
-
-
-def _parse_sink_metadata(
-    version: int, fields: dict[str, Any], *, source: str, offset: int | None
-) -> dict[str, dict[str, Any]] | None:
-    """Return ``sinkMetadataMap`` of a v3 file (default empty, like CommitMetadataV3); None below v3."""
-    if version < 3:
-        return None
-    sinks = get_object(fields, "sinkMetadataMap", source=source, what=_WHAT, offset=offset) or {}
-    for name, info in sinks.items():
-        if not isinstance(info, dict):
-            raise CorruptFileError(source, f"{_WHAT}: sinkMetadataMap entry {name[:40]!r} must be an object", offset=offset)
-    return sinks

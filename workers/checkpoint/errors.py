@@ -2,7 +2,7 @@
 
 Every error names the file (normally its path relative to the checkpoint root) first, so that
 ``str(error)`` alone tells an on-call engineer which file is wrong and why:
-``"offsets/41: expected a version line like 'v1', found '{' (at byte 0)"``.
+``"commits/41: line 2 (commit metadata): invalid JSON: Expecting value (at byte 3)"``.
 Nothing from ``json``, ``struct``, ``UnicodeDecodeError`` or ``IndexError`` leaks out of the
 library; parsers translate such failures into these classes.
 """
@@ -53,7 +53,7 @@ class UnsupportedVersionError(CheckpointError):
 
 
 class StorageError(CheckpointError):
-    """Listing or reading failed (permission, network, not a file); wraps the fsspec/OS error."""
+    """Listing or reading failed (permission, network, not a file); wraps the filesystem or OS error."""
 
 
 class MissingFileError(StorageError):

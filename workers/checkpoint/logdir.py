@@ -20,7 +20,7 @@ from .metadata import StreamMetadata, parse_stream_metadata
 from .offsets import OffsetSeq, parse_offset_seq
 
 if TYPE_CHECKING:
-    # Only for annotations: the parsers above must stay importable without fsspec.
+    # Annotations only: the readers need just the methods of CheckpointStorage.
     from .storage import CheckpointStorage
 
 

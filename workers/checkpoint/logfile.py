@@ -95,21 +95,41 @@ def decode_text(data: bytes, *, source: str, offset: int = 0) -> str:
         raise CorruptFileError(source, "not UTF-8 text", offset=offset + exc.start) from None
 
 
-def parse_json_value(text: str, *, source: str, what: str, offset: int | None = None) -> Any:
-    """Decode one JSON document; raise CorruptFileError naming ``what`` and the byte position.
+@dataclass(frozen=True, slots=True)
+class JsonSite:
+    """Where a JSON document sits, for messages: the file, a label such as "line 2 (metadata)",
+    and the byte offset of the document in the file when known."""
 
-    ``offset`` is the byte offset of ``text`` in the file. NaN and Infinity are refused: Spark's
-    JSON writers never produce them.
+    source: str
+    what: str
+    offset: int | None = None
+
+    def error(self, reason: str, *, offset: int | None = None) -> CorruptFileError:
+        """Build the CorruptFileError for a problem in this document."""
+        where = self.offset if offset is None else offset
+        return CorruptFileError(self.source, f"{self.what}: {reason}", offset=where)
+
+
+def parse_json_value(text: str, site: JsonSite) -> Any:
+    """Decode one JSON document; raise CorruptFileError naming the site and the byte position.
+
+    NaN and Infinity are refused: Spark's JSON writers never produce them.
     """
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
-        where = None if offset is None else offset + len(text[: exc.pos].encode("utf-8", "surrogatepass"))
-        raise CorruptFileError(source, f"{what}: invalid JSON: {exc.msg}", offset=where) from None
+        raise site.error(f"invalid JSON: {exc.msg}", offset=_byte_offset(site, text, exc.pos)) from None
     except (ValueError, RecursionError) as exc:
-        # ValueError: a refused constant or an integer too long to convert; RecursionError:
-        # absurdly deep nesting. Neither is JSON that Spark writes.
-        raise CorruptFileError(source, f"{what}: invalid JSON: {exc}", offset=offset) from None
+        # ValueError: a refused constant or an absurdly long integer; RecursionError: absurdly
+        # deep nesting. Neither is JSON that Spark writes.
+        raise site.error(f"invalid JSON: {exc}") from None
+
+
+def _byte_offset(site: JsonSite, text: str, position: int) -> int | None:
+    """Turn a character position in ``text`` into a byte offset in the file."""
+    if site.offset is None:
+        return None
+    return site.offset + len(text[:position].encode("utf-8", "surrogatepass"))
 
 
 def _refuse_constant(name: str) -> Any:
@@ -124,30 +144,40 @@ def _parse_int(digits: str) -> int:
     return int(digits)
 
 
-def parse_json_object(text: str, *, source: str, what: str, offset: int | None = None) -> dict[str, Any]:
+def parse_json_object(text: str, site: JsonSite) -> dict[str, Any]:
     """Decode a JSON document that must be an object."""
-    value = parse_json_value(text, source=source, what=what, offset=offset)
+    value = parse_json_value(text, site)
     if not isinstance(value, dict):
-        raise CorruptFileError(source, f"{what}: expected a JSON object, found {_preview(value)}", offset=offset)
+        raise site.error(f"expected a JSON object, found {_preview(value)}")
     return value
 
 
-def get_long(obj: dict[str, Any], key: str, *, source: str, what: str, offset: int | None = None) -> int:
+def get_long(obj: dict[str, Any], key: str, site: JsonSite) -> int:
     """Return a Java-long field of a JSON object, 0 when absent or null (json4s case-class default)."""
     value = obj.get(key)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not _MIN_JAVA_LONG <= value <= _MAX_JAVA_LONG:
-        raise CorruptFileError(source, f"{what}: {key!r} must be a long integer, found {_preview(value)}", offset=offset)
+    is_long = isinstance(value, int) and not isinstance(value, bool) and _MIN_JAVA_LONG <= value <= _MAX_JAVA_LONG
+    if not is_long:
+        raise site.error(f"{key!r} must be a long integer, found {_preview(value)}")
     return value
 
 
-def get_object(obj: dict[str, Any], key: str, *, source: str, what: str, offset: int | None = None) -> dict[str, Any] | None:
+def get_object(obj: dict[str, Any], key: str, site: JsonSite) -> dict[str, Any] | None:
     """Return an object-valued field of a JSON object, None when absent or null."""
     value = obj.get(key)
     if value is not None and not isinstance(value, dict):
-        raise CorruptFileError(source, f"{what}: {key!r} must be a JSON object, found {_preview(value)}", offset=offset)
+        raise site.error(f"{key!r} must be a JSON object, found {_preview(value)}")
     return value
+
+
+def get_object_map(obj: dict[str, Any], key: str, site: JsonSite) -> dict[str, dict[str, Any]]:
+    """Return a field that maps names to JSON objects, {} when absent or null (a Scala Map default)."""
+    entries = get_object(obj, key, site) or {}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise site.error(f"{key} entry {name[:40]!r} must be a JSON object, found {_preview(entry)}")
+    return entries
 
 
 def _preview(value: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CorruptFileError
-from .logfile import decode_text, parse_json_object
+from .logfile import JsonSite, decode_text, parse_json_object
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ def parse_stream_metadata(data: bytes, *, source: str) -> StreamMetadata:
     if not data:
         raise CorruptFileError(source, "the metadata file is empty")
     text = decode_text(data, source=source)
-    document = parse_json_object(text, source=source, what="metadata", offset=0)
+    document = parse_json_object(text, JsonSite(source, "metadata", offset=0))
     query_id = document.get("id")
     if not isinstance(query_id, str) or not query_id:
         raise CorruptFileError(source, "metadata: expected a non-empty string field 'id'")

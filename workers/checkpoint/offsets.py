@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import CorruptFileError, TruncatedFileError
-from .logfile import LogFile, get_long, get_object, parse_json_object, parse_log_file
+from .logfile import (
+    JsonSite,
+    LogFile,
+    get_long,
+    get_object,
+    get_object_map,
+    parse_json_object,
+    parse_log_file,
+)
 
 OFFSET_LOG_MAX_VERSION = 2
 SERIALIZED_VOID_OFFSET = "-"
@@ -67,7 +75,8 @@ def parse_offset_seq(data: bytes, *, source: str) -> OffsetSeq:
     log = parse_log_file(data, source=source, max_version=OFFSET_LOG_MAX_VERSION)
     if not log.lines:
         # Spark calls lines.next() for the metadata line and fails the same way.
-        raise TruncatedFileError(source, "the file ends before the metadata line (line 2)", offset=len(data))
+        reason = "the file ends before the metadata line (line 2)"
+        raise TruncatedFileError(source, reason, offset=len(data))
     metadata = _parse_metadata(log, source=source)
     if log.version == 1:
         return OffsetSeq(1, metadata, tuple(_parse_offset(line) for line in log.lines[1:]), None)
@@ -86,41 +95,26 @@ def _parse_metadata(log: LogFile, *, source: str) -> OffsetSeqMetadata | None:
     raw = line.strip()  # Spark trims this line before parsing it
     if not raw:
         return None
-    what = "line 2 (metadata)"
     start, leading = log.offset_of(0), line[: len(line) - len(line.lstrip())]
     offset = None if start is None else start + len(leading.encode("utf-8"))
-    fields = parse_json_object(raw, source=source, what=what, offset=offset)
+    site = JsonSite(source, "line 2 (metadata)", offset)
+    fields = parse_json_object(raw, site)
     return OffsetSeqMetadata(
-        batch_watermark_ms=get_long(fields, "batchWatermarkMs", source=source, what=what, offset=offset),
-        batch_timestamp_ms=get_long(fields, "batchTimestampMs", source=source, what=what, offset=offset),
-        conf=_parse_conf(fields, source=source, what=what, offset=offset),
-        source_metadata_info=_parse_source_metadata_info(log.version, fields, source=source, offset=offset),
+        batch_watermark_ms=get_long(fields, "batchWatermarkMs", site),
+        batch_timestamp_ms=get_long(fields, "batchTimestampMs", site),
+        conf=_parse_conf(fields, site),
+        # OffsetSeqMetadataV2 only; its default is an empty map.
+        source_metadata_info=None if log.version == 1 else get_object_map(fields, "sourceMetadataInfo", site),
         raw=raw,
     )
 
 
-def _parse_conf(fields: dict[str, Any], *, source: str, what: str, offset: int | None) -> dict[str, str]:
-    conf = get_object(fields, "conf", source=source, what=what, offset=offset) or {}
+def _parse_conf(fields: dict[str, Any], site: JsonSite) -> dict[str, str]:
+    conf = get_object(fields, "conf", site) or {}
     for key, value in conf.items():
         if not isinstance(value, str):
-            raise CorruptFileError(source, f"{what}: conf value of {key!r} must be a string", offset=offset)
+            raise site.error(f"conf value of {key[:80]!r} must be a string")
     return conf
-
-
-def _parse_source_metadata_info(
-    version: int, fields: dict[str, Any], *, source: str, offset: int | None
-) -> dict[str, dict[str, Any]] | None:
-    """Return v2's sourceMetadataInfo (default empty, like OffsetSeqMetadataV2); None in v1."""
-    if version == 1:
-        return None
-    what = "line 2 (metadata)"
-    info = get_object(fields, "sourceMetadataInfo", source=source, what=what, offset=offset) or {}
-    for source_id, entry in info.items():
-        if not isinstance(entry, dict):
-            raise CorruptFileError(
-                source, f"{what}: sourceMetadataInfo of source {source_id!r} must be an object", offset=offset
-            )
-    return info
 
 
 def _parse_offset_map(log: LogFile, metadata: OffsetSeqMetadata, *, source: str) -> OffsetSeq:
@@ -129,9 +123,8 @@ def _parse_offset_map(log: LogFile, metadata: OffsetSeqMetadata, *, source: str)
     for index, line in enumerate(log.lines[1:], start=1):
         source_id, colon, offset = line.partition(":")
         if not colon:
-            raise CorruptFileError(
-                source, f"line {index + 2}: expected 'sourceId:offset', found {line[:40]!r}", offset=log.offset_of(index)
-            )
+            reason = f"line {index + 2}: expected 'sourceId:offset', found {line[:40]!r}"
+            raise CorruptFileError(source, reason, offset=log.offset_of(index))
         source_ids.append(source_id)
         offsets.append(_parse_offset(offset))
     return OffsetSeq(log.version, metadata, tuple(offsets), tuple(source_ids))

@@ -8,16 +8,19 @@ read or parsed becomes an entry of ``errors`` and the walk goes on, so one corru
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import CheckpointError
-from .layout import COMMITS_DIR, OFFSETS_DIR
+from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
-from .logfile import parse_json_value
+from .logfile import JsonSite, parse_json_value
 
 if TYPE_CHECKING:
     from .storage import CheckpointStorage
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ def summarize_checkpoint(storage: CheckpointStorage) -> CheckpointSummary:
     )
 
 
-def _record_errors(issues: list[FileIssue], path: str, read: Any, *args: Any) -> Any:
+def _record_errors(issues: list[FileIssue], path: str, read: Callable[..., _T], *args: Any) -> _T | None:
     """Call ``read(*args)``; on a CheckpointError record it under ``path`` and return None."""
     try:
         return read(*args)
@@ -115,7 +118,7 @@ def _record_errors(issues: list[FileIssue], path: str, read: Any, *args: Any) ->
 
 
 def _find_query_id(storage: CheckpointStorage, issues: list[FileIssue]) -> str | None:
-    metadata = _record_errors(issues, "metadata", find_stream_metadata, storage)
+    metadata = _record_errors(issues, METADATA_FILE, find_stream_metadata, storage)
     return None if metadata is None else metadata.id
 
 
@@ -145,7 +148,7 @@ def _offset_as_json(offset: str | None) -> Any:
     if offset is None:
         return None
     try:
-        return parse_json_value(offset, source="offset", what="offset")
+        return parse_json_value(offset, JsonSite("offset", "offset"))
     except CheckpointError:
         return offset
 

@@ -6,17 +6,13 @@ repository); tests that need to change a file work on a copy in ``tmp_path``.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fsspec
 import pytest
-
-SPARK_RESOURCES = Path(
-    os.environ.get("CKPTWEB_SPARK_TEST_RESOURCES", "/work/shared/fixtures/spark-test-resources")
-)
+from fixture_paths import SPARK_TEST_RESOURCES
 
 # Every metadata-log file among the fixtures, by kind. test_corrupt_inputs.py checks that these
 # lists still match what is on disk, so a new fixture cannot be silently left out.
@@ -70,27 +66,39 @@ CHECKPOINT_DIRS = (
     "checkpoint-version-3.2.0-deduplication-with-repartition",
 )
 
+_KINDS = {"offsets": OFFSETS_FILES, "commits": COMMITS_FILES, "metadata": METADATA_FILES}
 _CORPORA = {
     "offsets_file": OFFSETS_FILES,
     "commits_file": COMMITS_FILES,
     "metadata_file": METADATA_FILES,
     "compactible_log_file": COMPACTIBLE_LOG_FILES,
     "fixture_checkpoint": CHECKPOINT_DIRS,
+    # (kind, relative path) pairs: every offsets, commits and metadata file ...
+    "corpus_file": tuple((kind, path) for kind, paths in _KINDS.items() for path in paths),
+    # ... and only the offsets and commits files.
+    "log_corpus_file": tuple((kind, path) for kind in ("offsets", "commits") for path in _KINDS[kind]),
 }
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize a test over a fixture corpus by naming it as an argument (e.g. ``offsets_file``)."""
-    for argname, paths in _CORPORA.items():
+    for argname, values in _CORPORA.items():
         if argname in metafunc.fixturenames:
-            metafunc.parametrize(argname, paths, ids=list(paths))
+            ids = [value if isinstance(value, str) else value[1] for value in values]
+            metafunc.parametrize(argname, values, ids=ids)
+
+
+@pytest.fixture(scope="session")
+def fixture_corpus() -> dict[str, tuple[str, ...]]:
+    """The relative paths of the fixture files of each kind: offsets, commits, metadata."""
+    return dict(_KINDS)
 
 
 @pytest.fixture(scope="session")
 def spark_resources() -> Path:
     """The folder of Spark-written fixtures (see /work/shared/fixtures/README.md)."""
-    assert SPARK_RESOURCES.is_dir(), f"Spark fixtures not found at {SPARK_RESOURCES}"
-    return SPARK_RESOURCES
+    assert SPARK_TEST_RESOURCES.is_dir(), f"Spark fixtures not found at {SPARK_TEST_RESOURCES}"
+    return SPARK_TEST_RESOURCES
 
 
 @pytest.fixture

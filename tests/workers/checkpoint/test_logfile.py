@@ -9,7 +9,7 @@ from workers.checkpoint import (
     UnsupportedVersionError,
     parse_log_file,
 )
-from workers.checkpoint.logfile import parse_json_object, parse_json_value
+from workers.checkpoint.logfile import JsonSite, parse_json_object, parse_json_value
 
 
 def test_spark_2_1_offsets_file_with_trailing_newline_splits_into_three_lines(spark_resources):
@@ -113,16 +113,16 @@ def test_invalid_utf8_is_reported_at_its_byte_offset():
 @pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a":-Infinity}', "1" * 101, "[" * 100_000, "{", ""])
 def test_json_that_spark_never_writes_is_corrupt(text):
     with pytest.raises(CorruptFileError, match=r"^offsets/1: line 2: invalid JSON"):
-        parse_json_value(text, source="offsets/1", what="line 2")
+        parse_json_value(text, JsonSite("offsets/1", "line 2"))
 
 
 def test_json_error_offset_counts_bytes_not_characters():
     with pytest.raises(CorruptFileError) as raised:
-        parse_json_value('{"é":}', source="offsets/1", what="line 2", offset=3)
+        parse_json_value('{"é":}', JsonSite("offsets/1", "line 2", offset=3))
     # '{"é":' is 6 bytes in UTF-8 (é takes two), so the bad '}' is at 3 + 6.
     assert raised.value.offset == 9
 
 
 def test_json_object_is_required_where_spark_reads_a_case_class():
     with pytest.raises(CorruptFileError, match=r"^commits/0: line 2: expected a JSON object, found \[1, 2\]"):
-        parse_json_object("[1, 2]", source="commits/0", what="line 2")
+        parse_json_object("[1, 2]", JsonSite("commits/0", "line 2"))

@@ -1,0 +1,85 @@
+"""`manage.py inspect_checkpoint`: agrees with what Spark reported, and needs no database."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from fixture_paths import OUR_FIXTURES, REPO_DIR, SPARK_TEST_RESOURCES, our_fixture_checkpoints
+
+INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
+
+
+def inspect(url: Path | str) -> dict:
+    out = StringIO()
+    call_command("inspect_checkpoint", str(url), "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def _offset_as_json(offset: str | None):
+    if offset is None:
+        return None
+    try:
+        return json.loads(offset)
+    except ValueError:
+        return offset
+
+
+@pytest.mark.parametrize("checkpoint", our_fixture_checkpoints(), ids=lambda p: p.parent.name)
+def test_summary_of_each_pyspark_fixture_equals_what_spark_read_back(checkpoint: Path):
+    report = json.loads((checkpoint.parent / "spark-report.json").read_text())
+    summary = inspect(checkpoint)
+
+    committed = {entry["batch_id"] for entry in report["commit_log"]}
+    expected = [
+        {
+            "batch_id": entry["batch_id"],
+            "timestamp_ms": entry["batch_timestamp_ms"],
+            "watermark_ms": entry["batch_watermark_ms"],
+            "committed": entry["batch_id"] in committed,
+            "sources": [_offset_as_json(offset) for offset in entry["offsets"]],
+        }
+        for entry in report["offset_log"]
+    ]
+    assert summary["query_id"] == report["query_id"]
+    assert summary["batches"] == expected
+    assert summary["uncommitted"] == sorted({e["batch_id"] for e in report["offset_log"]} - committed)
+    assert summary["errors"] == []
+
+
+def test_the_fixtures_include_a_batch_killed_before_its_commit():
+    assert our_fixture_checkpoints(), f"no PySpark fixtures under {OUR_FIXTURES}: run make fixtures"
+    assert any(inspect(checkpoint)["uncommitted"] for checkpoint in our_fixture_checkpoints())
+
+
+def test_summary_of_the_inconsistent_spark_fixture():
+    summary = inspect(INCONSISTENT)
+    assert summary["offsets"] == {"first": 0, "latest": 4, "count": 4}
+    assert summary["commits"] == {"first": 0, "latest": 2, "count": 3}
+    assert summary["uncommitted"] == [4]
+    assert [b["sources"] for b in summary["batches"]] == [[0], [1], [2], [4]]
+
+
+def test_the_command_touches_no_database():
+    # A database URL nothing listens on: any query would fail the command.
+    env = {"CKPTWEB_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "inspect_checkpoint", str(INCONSISTENT), "--json"],
+        cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["query_id"] == "d4358946-170c-49a7-823b-d8e4e9126616"
+
+
+def test_an_unreadable_file_is_listed_with_its_reason_and_the_rest_summarised(copy_checkpoint):
+    directory = copy_checkpoint(INCONSISTENT)
+    (directory / "offsets" / "1").write_bytes(b"v7\nwhatever")
+    summary = inspect(directory)
+    assert [b["batch_id"] for b in summary["batches"]] == [0, 2, 4]
+    assert summary["errors"] == [{"path": "offsets/1", "error": summary["errors"][0]["error"]}]
+    assert "offsets/1" in summary["errors"][0]["error"] and "v7" in summary["errors"][0]["error"]
