@@ -83,3 +83,8 @@ def test_an_unreadable_file_is_listed_with_its_reason_and_the_rest_summarised(co
     assert [b["batch_id"] for b in summary["batches"]] == [0, 2, 4]
     assert summary["errors"] == [{"path": "offsets/1", "error": summary["errors"][0]["error"]}]
     assert "offsets/1" in summary["errors"][0]["error"] and "v7" in summary["errors"][0]["error"]
+
+
+def test_the_shared_spark_fixtures_are_beside_the_repository():
+    # Tests parametrized over them would silently run on nothing without this.
+    assert SPARK_TEST_RESOURCES.is_dir(), f"{SPARK_TEST_RESOURCES} is missing: clone the repo beside shared/"

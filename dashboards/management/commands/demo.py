@@ -35,7 +35,9 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0)
         password = _ensure_demo_user()
         processes: list[subprocess.Popen] = []
-        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _raise_keyboard_interrupt)
         try:
             pipeline = _start([sys.executable, "-m", "pipelines.demo", str(_demo_dir())], processes, stdout=subprocess.PIPE)
             self._register_demo_checkpoints(pipeline)
@@ -108,9 +110,13 @@ def _wait(processes: list[subprocess.Popen], seconds: int) -> None:
 
 
 def _stop(processes: list[subprocess.Popen]) -> None:
+    # SIGTERM to each leader only: celery, gunicorn and the pipeline stop their own children
+    # (pool processes, the JVM) in order; the whole group is killed only if that hangs.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
     for process in reversed(processes):
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
+            process.terminate()
     for process in processes:
         try:
             process.wait(timeout=30)
