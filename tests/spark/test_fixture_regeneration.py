@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from expected_summaries import expected_summary
 from fixture_paths import OUR_FIXTURES, REPO_DIR, SPARK_TEST_RESOURCES, shared_fixture_checkpoints
 
 from pipelines.generate_fixtures import KILL_BATCH_ID, QUERY_NAMES
@@ -234,36 +235,6 @@ def test_killed_query_report_has_no_progress_nor_commit_for_the_killed_batch(tre
 
 
 # --- our reader reads what Spark read ----------------------------------------------------------
-
-
-def expected_summary(report: dict) -> dict:
-    """What `summarize_checkpoint(...).as_json()` must say, built from Spark's reading."""
-    committed = {entry["batch_id"] for entry in report["commit_log"]}
-    offsets = [entry["batch_id"] for entry in report["offset_log"]]
-    return {
-        "query_id": report["stream_metadata_id"],
-        "uncommitted": [batch_id for batch_id in offsets if batch_id not in committed],
-        "batches": [
-            {
-                "batch_id": entry["batch_id"],
-                "timestamp_ms": entry["batch_timestamp_ms"],
-                "watermark_ms": entry["batch_watermark_ms"],
-                "committed": entry["batch_id"] in committed,
-                "sources": [_json_or_text(offset) for offset in entry["offsets"]],
-            }
-            for entry in report["offset_log"]
-        ],
-        "errors": [],
-    }
-
-
-def _json_or_text(offset: str | None):
-    if offset is None:
-        return None
-    try:
-        return json.loads(offset)
-    except ValueError:
-        return offset
 
 
 def assert_reader_agrees_with_spark(checkpoint: Path, report: dict) -> None:
