@@ -1,6 +1,7 @@
 """workers.sync on the real database and real checkpoint files (copies of Spark-written ones)."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, SyncIssue, SyncRun
 from factories import make_checkpoint
-from fixture_paths import SPARK_TEST_RESOURCES
+from fixture_paths import SPARK_TEST_RESOURCES, our_fixture_checkpoints
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -179,3 +180,22 @@ def test_a_missing_checkpoint_directory_syncs_to_nothing_without_error(checkpoin
 
 def test_sync_of_a_deleted_checkpoint_does_nothing():
     assert sync_checkpoint(424242) is None
+
+
+@pytest.mark.parametrize("fixture_checkpoint", our_fixture_checkpoints(), ids=lambda p: p.parent.name)
+def test_synced_rows_equal_what_spark_read_from_each_pyspark_fixture(copy_checkpoint, fixture_checkpoint):
+    report = json.loads((fixture_checkpoint.parent / "spark-report.json").read_text())
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(fixture_checkpoint, fixture_checkpoint.parent.name)))
+
+    sync_checkpoint(checkpoint.pk)
+
+    committed = {entry["batch_id"]: entry["next_batch_watermark_ms"] for entry in report["commit_log"]}
+    expected = [
+        (e["batch_id"], e["batch_timestamp_ms"], e["batch_watermark_ms"], e["conf"], e["offsets"], e["batch_id"] in committed, committed.get(e["batch_id"]))
+        for e in report["offset_log"]
+    ]
+    rows = checkpoint.batches.order_by("batch_id").values_list(
+        "batch_id", "timestamp_ms", "watermark_ms", "conf", "sources", "is_committed", "next_batch_watermark_ms"
+    )
+    assert list(rows) == expected
+    assert str(Checkpoint.objects.get(pk=checkpoint.pk).query.query_id) == report["query_id"]
