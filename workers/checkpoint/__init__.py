@@ -16,6 +16,19 @@ from .errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from .compactible import (
+    COMPACTIBLE_LOG_MAX_VERSION,
+    FileEntry,
+    SinkFileStatus,
+    all_valid_batches,
+    derive_compact_interval,
+    is_compaction_batch,
+    next_compaction_batch_id,
+    parse_sink_log_file,
+    parse_source_log_file,
+    plan_expired_files,
+    valid_batches_before_compaction,
+)
 from .layout import (
     COMMITS_DIR,
     METADATA_FILE,
@@ -25,6 +38,7 @@ from .layout import (
 )
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import LogFile, parse_log_file
+from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, read_metadata_log
 from .metadata import StreamMetadata, parse_stream_metadata
 from .offsets import (
     OFFSET_LOG_MAX_VERSION,
@@ -77,10 +91,25 @@ __all__ = [
     "COMMIT_LOG_MAX_VERSION",
     "CommitMetadata",
     "parse_commit",
+    "COMPACTIBLE_LOG_MAX_VERSION",
+    "FileEntry",
+    "SinkFileStatus",
+    "parse_sink_log_file",
+    "parse_source_log_file",
+    # compaction arithmetic and plans (CompactibleFileStreamLog)
+    "all_valid_batches",
+    "derive_compact_interval",
+    "is_compaction_batch",
+    "next_compaction_batch_id",
+    "plan_expired_files",
+    "valid_batches_before_compaction",
     # readers
     "find_stream_metadata",
     "list_batch_ids",
     "read_commit",
+    "read_metadata_log",
+    "DEFAULT_COMPACT_INTERVAL",
+    "MetadataLogSummary",
     "read_offset_seq",
     "summarize_checkpoint",
     "BatchSummary",

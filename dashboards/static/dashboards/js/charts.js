@@ -19,6 +19,15 @@
   function renderAll(root) {
     root.querySelectorAll(".chart[data-chart-url]").forEach(render);
   }
-  document.addEventListener("DOMContentLoaded", function () { renderAll(document); });
+  function keepFresh(el) {
+    var seconds = Number(el.dataset.refreshSeconds);
+    if (seconds > 0) {
+      setInterval(function () { if (document.visibilityState === "visible") { render(el); } }, seconds * 1000);
+    }
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    renderAll(document);
+    document.querySelectorAll(".chart[data-refresh-seconds]").forEach(keepFresh);
+  });
   document.addEventListener("htmx:afterSwap", function (event) { renderAll(event.target); });
 })();

@@ -1,0 +1,126 @@
+"""Reading a compactible file stream log through storage (CompactibleFileStreamLog.allFiles).
+
+Layout of the directory (``<sink output>/_spark_metadata`` for FileStreamSinkLog,
+``<checkpoint>/sources/<i>`` for FileStreamSourceLog)::
+
+    N            entries added by batch N
+    N.compact    every live entry up to batch N (a compaction batch)
+    .N.crc       Hadoop checksums, ignored
+
+One listing gives the batch ids, the ``.compact`` files and the derived compact interval; then
+only the files ``all_valid_batches(latest, interval)`` names are read, as Spark's allFiles does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from .compactible import (
+    COMPACTIBLE_LOG_MAX_VERSION,
+    DELETE_ACTION,
+    FileEntry,
+    SinkFileStatus,
+    all_valid_batches,
+    derive_compact_interval,
+    is_compaction_batch,
+    parse_sink_log_file,
+    parse_source_log_file,
+)
+from .layout import COMPACT_FILE_SUFFIX, parse_batch_id
+
+if TYPE_CHECKING:
+    # Annotations only: the reader needs just the methods of CheckpointStorage.
+    from .storage import CheckpointStorage, FileInfo
+
+LogKind = Literal["source", "sink"]
+
+# spark.sql.streaming.fileSink.log.compactInterval / fileSource.log.compactInterval default.
+DEFAULT_COMPACT_INTERVAL = 10
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLogSummary:
+    """What one compactible log holds now.
+
+    ``latest_batch`` is None (and ``version`` None) when the directory has no batch file.
+    ``live_entries`` counts the entries a reader of the log would get: the latest compaction
+    plus the later batches (for the sink, minus files a Spark 2.x "delete" entry removed).
+    """
+
+    path: str
+    kind: LogKind
+    version: int | None
+    compact_interval: int
+    latest_batch: int | None
+    compact_batches: tuple[int, ...]
+    live_entries: int
+    latest_compact_bytes: int
+
+
+def read_metadata_log(
+    storage: CheckpointStorage,
+    dirname: str,
+    *,
+    kind: LogKind,
+    default_interval: int = DEFAULT_COMPACT_INTERVAL,
+) -> MetadataLogSummary:
+    """Summarise the file source or file sink log in ``dirname`` (relative to the storage root).
+
+    Raises MissingFileError when a file the latest batch needs is gone (Spark's allFiles fails
+    the same way) and CorruptFileError / UnsupportedVersionError for a bad file.
+    """
+    if kind not in ("source", "sink"):
+        raise ValueError(f"kind must be 'source' or 'sink', got {kind!r}")
+    batches = _batch_files(storage.list_dir(dirname))
+    compacts = tuple(sorted(b for b, info in batches.items() if info.name.endswith(COMPACT_FILE_SUFFIX)))
+    interval = derive_compact_interval(list(compacts), default_interval)
+    latest = max(batches, default=None)
+    live = 0 if latest is None else _count_live_entries(storage, dirname, kind, latest, interval)
+    return MetadataLogSummary(
+        path=dirname,
+        kind=kind,
+        version=None if latest is None else COMPACTIBLE_LOG_MAX_VERSION,
+        compact_interval=interval,
+        latest_batch=latest,
+        compact_batches=compacts,
+        live_entries=live,
+        latest_compact_bytes=batches[compacts[-1]].size if compacts else 0,
+    )
+
+
+def _batch_files(listing: list[FileInfo]) -> dict[int, FileInfo]:
+    """Map batch id -> file of the listing, ignoring checksums, temporaries and directories."""
+    files = {}
+    for info in listing:
+        batch_id = None if info.is_dir else parse_batch_id(info.name, compactible=True)
+        if batch_id is not None:
+            files[batch_id] = info
+    return files
+
+
+def _count_live_entries(storage: CheckpointStorage, dirname: str, kind: LogKind, latest: int, interval: int) -> int:
+    """Read the files getAllValidBatches names and count what allFiles would return."""
+    entries = [
+        entry
+        for batch_id in all_valid_batches(latest, interval)
+        for entry in _read_entries(storage, dirname, kind, batch_id, interval)
+    ]
+    # A source compaction repeats every earlier batch's FileEntry, so plain counting is right.
+    return len(_apply_deletes(entries)) if kind == "sink" else len(entries)  # type: ignore[arg-type]
+
+
+def _read_entries(
+    storage: CheckpointStorage, dirname: str, kind: LogKind, batch_id: int, interval: int
+) -> tuple[SinkFileStatus | FileEntry, ...]:
+    """Read batch ``batch_id`` under the name batchIdToPath gives it: ``N.compact`` or ``N``."""
+    suffix = COMPACT_FILE_SUFFIX if is_compaction_batch(batch_id, interval) else ""
+    relpath = f"{dirname}/{batch_id}{suffix}"
+    parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
+    return parse(storage.read_bytes(relpath), source=relpath)
+
+
+def _apply_deletes(statuses: list[SinkFileStatus]) -> list[SinkFileStatus]:
+    """Spark 2.x FileStreamSinkLog.compactLogs: drop every entry whose path a "delete" entry names."""
+    deleted = {s.path for s in statuses if s.action == DELETE_ACTION}
+    return [s for s in statuses if s.path not in deleted]
