@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from fixture_paths import OUR_FIXTURES
+
+from workers.checkpoint import (
+    CheckpointStorage,
+    CorruptFileError,
+    MetadataLogSummary,
+    MissingFileError,
+    UnsupportedVersionError,
+    read_metadata_log,
+)
+
+WINDOWED_SINK_LOG = "windowed_agg_file_sink/output/_spark_metadata"
+DEDUP_SOURCE_LOG = "file_source_dedup/checkpoint/sources/0"
+
+
+@pytest.fixture
+def spark_storage(spark_resources):
+    return CheckpointStorage(str(spark_resources))
+
+
+@pytest.fixture
+def our_storage():
+    return CheckpointStorage(str(OUR_FIXTURES))
+
+
+def test_spark_2_1_sink_log_derives_interval_8_from_its_only_compaction(spark_storage):
+    summary = read_metadata_log(spark_storage, "file-sink-log-version-2.1.0", kind="sink")
+    assert summary == MetadataLogSummary(
+        path="file-sink-log-version-2.1.0",
+        kind="sink",
+        version=1,
+        compact_interval=8,
+        latest_batch=9,
+        compact_batches=(7,),
+        live_entries=10,
+        latest_compact_bytes=943,
+    )
+
+
+def test_spark_2_1_source_log_counts_the_compaction_and_two_deltas(spark_storage):
+    summary = read_metadata_log(spark_storage, "file-source-log-version-2.1.0", kind="source")
+    assert summary == MetadataLogSummary(
+        path="file-source-log-version-2.1.0",
+        kind="source",
+        version=1,
+        compact_interval=3,
+        latest_batch=4,
+        compact_batches=(2,),
+        live_entries=5,
+        latest_compact_bytes=171,
+    )
+
+
+def test_pyspark_sink_log_ends_on_compaction_11_which_holds_everything(our_storage):
+    summary = read_metadata_log(our_storage, WINDOWED_SINK_LOG, kind="sink")
+    assert summary == MetadataLogSummary(
+        path=WINDOWED_SINK_LOG,
+        kind="sink",
+        version=1,
+        compact_interval=3,
+        latest_batch=11,
+        compact_batches=(8, 11),
+        live_entries=14,
+        latest_compact_bytes=3440,
+    )
+
+
+def test_pyspark_sink_log_reads_only_the_latest_compaction(our_storage):
+    read_metadata_log(our_storage, WINDOWED_SINK_LOG, kind="sink")
+    assert (our_storage.calls.list, our_storage.calls.read, our_storage.calls.bytes_read) == (1, 1, 3440)
+
+
+def test_pyspark_source_log_counts_compaction_5_plus_batches_6_and_7(our_storage):
+    summary = read_metadata_log(our_storage, DEDUP_SOURCE_LOG, kind="source")
+    assert summary == MetadataLogSummary(
+        path=DEDUP_SOURCE_LOG,
+        kind="source",
+        version=1,
+        compact_interval=3,
+        latest_batch=7,
+        compact_batches=(2, 5),
+        live_entries=8,
+        latest_compact_bytes=698,
+    )
+    # 5.compact (698 bytes), 6 and 7 (118 bytes each); 2.compact, 3 and 4 are not needed.
+    assert (our_storage.calls.read, our_storage.calls.bytes_read) == (3, 934)
+
+
+def test_missing_log_directory_has_no_batches(tmp_path):
+    summary = read_metadata_log(CheckpointStorage(str(tmp_path)), "sources/0", kind="source", default_interval=5)
+    assert summary == MetadataLogSummary("sources/0", "source", None, 5, None, (), 0, 0)
+
+
+def test_log_without_compaction_uses_the_default_interval_and_reads_every_batch(tmp_path, write_files):
+    entry = b'{"path":"/in/f%d","timestamp":1,"batchId":%d}'
+    write_files(tmp_path, {f"sources/0/{b}": b"v1\n" + entry % (b, b) for b in range(3)})
+    summary = read_metadata_log(CheckpointStorage(str(tmp_path)), "sources/0", kind="source")
+    assert (summary.compact_interval, summary.latest_batch, summary.live_entries) == (10, 2, 3)
+    assert (summary.compact_batches, summary.latest_compact_bytes) == ((), 0)
+
+
+def test_spark_2_sink_delete_entries_remove_their_files(tmp_path, write_files):
+    def status(path, action):
+        return (
+            b'{"path":"%s","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,'
+            b'"blockSize":1,"action":"%s"}' % (path, action)
+        )
+
+    write_files(
+        tmp_path,
+        {
+            "_spark_metadata/0": b"v1\n" + status(b"/a", b"add") + b"\n" + status(b"/b", b"add"),
+            "_spark_metadata/1": b"v1\n" + status(b"/c", b"add") + b"\n" + status(b"/a", b"delete"),
+        },
+    )
+    summary = read_metadata_log(CheckpointStorage(str(tmp_path)), "_spark_metadata", kind="sink")
+    assert summary.live_entries == 2
+
+
+def test_missing_delta_file_after_the_compaction_is_reported(spark_resources, tmp_path):
+    log = tmp_path / "log"
+    shutil.copytree(spark_resources / "file-source-log-version-2.1.0", log)
+    log.chmod(0o755)  # the fixture folder is read-only, and so is its copy
+    (log / "3").unlink()
+    with pytest.raises(MissingFileError, match=r"^log/3: "):
+        read_metadata_log(CheckpointStorage(str(tmp_path)), "log", kind="source")
+
+
+def test_corrupt_compaction_file_is_named_in_the_error(spark_resources, tmp_path, write_files):
+    # Entry lines start at bytes 3, 117, 235, 353 and 471: byte 500 cuts line 6.
+    data = (spark_resources / "file-sink-log-version-2.1.0/7.compact").read_bytes()
+    write_files(tmp_path, {"_spark_metadata/7.compact": data[:500], "_spark_metadata/8": b"v1"})
+    with pytest.raises(CorruptFileError, match=r"^_spark_metadata/7\.compact: line 6: invalid JSON"):
+        read_metadata_log(CheckpointStorage(str(tmp_path)), "_spark_metadata", kind="sink")
+
+
+def test_version_2_delta_file_is_unsupported(tmp_path, write_files):
+    write_files(tmp_path, {"sources/0/0": b"v1", "sources/0/1": b"v2\n{}"})
+    with pytest.raises(UnsupportedVersionError, match=r"^sources/0/1: log version v2"):
+        read_metadata_log(CheckpointStorage(str(tmp_path)), "sources/0", kind="source")
+
+
+def test_unknown_kind_is_refused(our_storage):
+    with pytest.raises(ValueError, match="kind must be 'source' or 'sink'"):
+        read_metadata_log(our_storage, DEDUP_SOURCE_LOG, kind="state")  # type: ignore[arg-type]
