@@ -120,10 +120,6 @@ class Checkpoint(models.Model):
         unschedule_sync(self)
         return super().delete(*args, **kwargs)
 
-    @property
-    def last_sync_run(self) -> SyncRun | None:
-        return self.sync_runs.order_by("-started_at").first()
-
 
 class BatchQuerySet(models.QuerySet):
     def for_timeline(self) -> BatchQuerySet:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
 from workers.checkpoint import (
     CheckpointError,
@@ -21,6 +22,8 @@ from workers.checkpoint import (
     find_stream_metadata,
     parse_commit,
     parse_offset_seq,
+    parse_sink_log_file,
+    parse_source_log_file,
     parse_stream_metadata,
     read_commit,
     read_offset_seq,
@@ -176,3 +179,38 @@ def test_each_kind_of_damage_gives_its_exact_message(parse, data, error_class, m
     with pytest.raises(error_class) as raised:
         parse(data, source=source)
     assert str(raised.value) == message
+
+
+# --- file-source and file-sink logs (CompactibleFileStreamLog) ----------------------------
+
+
+def _log_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+SINK_FILES = _log_files(SPARK_TEST_RESOURCES / "file-sink-log-version-2.1.0") + _log_files(
+    OUR_FIXTURES / "windowed_agg_file_sink" / "output" / "_spark_metadata"
+)
+SOURCE_FILES = _log_files(SPARK_TEST_RESOURCES / "file-source-log-version-2.1.0") + _log_files(
+    OUR_FIXTURES / "file_source_dedup" / "checkpoint" / "sources" / "0"
+)
+CORPUS = [(parse_sink_log_file, path) for path in SINK_FILES] + [(parse_source_log_file, path) for path in SOURCE_FILES]
+
+
+def test_the_corpus_holds_compaction_files_of_both_kinds():
+    assert any(p.name.endswith(".compact") for p in SINK_FILES)
+    assert any(p.name.endswith(".compact") for p in SOURCE_FILES)
+
+
+@pytest.mark.parametrize(("parse", "path"), CORPUS, ids=lambda v: v.parent.name + "/" + v.name if isinstance(v, Path) else v.__name__)
+def test_every_truncation_and_byte_flip_parses_or_raises_a_checkpoint_error(parse, path):
+    data = path.read_bytes()
+    source = f"{path.parent.name}/{path.name}"
+    assert _parses_or_raises_our_error(parse, data, source) == "ok"
+    assert _parses_or_raises_our_error(parse, b"", source) == "IncompleteLogFileError"
+    for length in range(1, len(data)):
+        _parses_or_raises_our_error(parse, data[:length], source)
+    for position in range(len(data)):
+        flipped = bytearray(data)
+        flipped[position] ^= 0x80
+        _parses_or_raises_our_error(parse, bytes(flipped), source)
