@@ -67,3 +67,45 @@ def test_an_unreadable_file_is_listed_with_its_reason_and_the_rest_summarised(co
 def test_the_shared_spark_fixtures_are_beside_the_repository():
     # Tests parametrized over them would silently run on nothing without this.
     assert SPARK_TEST_RESOURCES.is_dir(), f"{SPARK_TEST_RESOURCES} is missing: clone the repo beside shared/"
+
+
+SINK_FIXTURE = OUR_FIXTURES / "file_source_dedup"
+
+
+def test_the_file_source_log_is_summarised_and_the_sink_log_only_when_asked():
+    without_sink = inspect(SINK_FIXTURE / "checkpoint")
+    assert [(log["kind"], log["path"]) for log in without_sink["metadata_logs"]] == [("source", "sources/0")]
+
+    with_sink = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", SINK_FIXTURE / "output")
+    sink = with_sink["metadata_logs"][1]
+    assert sink["kind"] == "sink"
+    assert sink["path"] == (SINK_FIXTURE / "output" / "_spark_metadata").as_uri()
+    assert set(sink) == {
+        "path", "kind", "version", "compact_interval", "latest_batch", "compact_batches", "live_entries",
+        "latest_compact_bytes",
+    }
+
+
+def test_the_sink_log_may_be_given_as_the_log_directory_itself():
+    by_output = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", SINK_FIXTURE / "output")
+    by_log = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", SINK_FIXTURE / "output" / "_spark_metadata")
+    assert by_output["metadata_logs"] == by_log["metadata_logs"]
+
+
+def test_a_sink_log_url_without_a_log_is_reported_as_an_error(tmp_path):
+    summary = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", tmp_path)
+    assert summary["errors"] == [
+        {"path": f"{tmp_path.as_uri()}/_spark_metadata", "error": f"{tmp_path.as_uri()}/_spark_metadata: no file sink log batch files here"}
+    ]
+
+
+def test_the_text_output_names_each_metadata_log():
+    out = StringIO()
+    call_command("inspect_checkpoint", str(SINK_FIXTURE / "checkpoint"), stdout=out)
+    assert "source log:  sources/0: latest batch 7, interval 3, compactions [2, 5]" in out.getvalue()
+
+
+def _inspect_args(*args) -> dict:
+    out = StringIO()
+    call_command("inspect_checkpoint", *map(str, args), "--json", stdout=out)
+    return json.loads(out.getvalue())

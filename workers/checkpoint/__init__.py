@@ -38,7 +38,7 @@ from .layout import (
 )
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import LogFile, parse_log_file
-from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, read_metadata_log
+from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log
 from .metadata import StreamMetadata, parse_stream_metadata
 from .offsets import (
     OFFSET_LOG_MAX_VERSION,
@@ -110,6 +110,7 @@ __all__ = [
     "read_metadata_log",
     "DEFAULT_COMPACT_INTERVAL",
     "MetadataLogSummary",
+    "file_source_log_dirs",
     "read_offset_seq",
     "summarize_checkpoint",
     "BatchSummary",

@@ -13,8 +13,9 @@ only the files ``all_valid_batches(latest, interval)`` names are read, as Spark'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .compactible import (
     COMPACTIBLE_LOG_MAX_VERSION,
@@ -46,6 +47,8 @@ class MetadataLogSummary:
     ``latest_batch`` is None (and ``version`` None) when the directory has no batch file.
     ``live_entries`` counts the entries a reader of the log would get: the latest compaction
     plus the later batches (for the sink, minus files a Spark 2.x "delete" entry removed).
+    ``compact_file_bytes`` is (batch id, size) of every ``.compact`` file still on storage, oldest
+    first: Spark deletes expired ones, so a history of growth has to be kept by the caller.
     """
 
     path: str
@@ -56,6 +59,20 @@ class MetadataLogSummary:
     compact_batches: tuple[int, ...]
     live_entries: int
     latest_compact_bytes: int
+    compact_file_bytes: tuple[tuple[int, int], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the entry of ``inspect_checkpoint --json``'s ``metadata_logs``."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "version": self.version,
+            "compact_interval": self.compact_interval,
+            "latest_batch": self.latest_batch,
+            "compact_batches": list(self.compact_batches),
+            "live_entries": self.live_entries,
+            "latest_compact_bytes": self.latest_compact_bytes,
+        }
 
 
 def read_metadata_log(
@@ -86,7 +103,22 @@ def read_metadata_log(
         compact_batches=compacts,
         live_entries=live,
         latest_compact_bytes=batches[compacts[-1]].size if compacts else 0,
+        compact_file_bytes=tuple((batch_id, batches[batch_id].size) for batch_id in compacts),
     )
+
+
+def file_source_log_dirs(offsets: Sequence[Any]) -> list[str]:
+    """Return ``sources/<i>`` for each source whose offset is a file source's ``{"logOffset": n}``.
+
+    ``offsets`` are one batch's source offsets parsed as JSON. Only a FileStreamSource keeps a
+    compactible log in ``sources/<i>``; a Kafka or rate source keeps a one-file log of another
+    format there, so the directory name alone cannot tell them apart.
+    """
+    return [
+        f"sources/{index}"
+        for index, offset in enumerate(offsets)
+        if isinstance(offset, dict) and set(offset) == {"logOffset"}
+    ]
 
 
 def _batch_files(listing: list[FileInfo]) -> dict[int, FileInfo]:
@@ -115,7 +147,7 @@ def _read_entries(
 ) -> tuple[SinkFileStatus | FileEntry, ...]:
     """Read batch ``batch_id`` under the name batchIdToPath gives it: ``N.compact`` or ``N``."""
     suffix = COMPACT_FILE_SUFFIX if is_compaction_batch(batch_id, interval) else ""
-    relpath = f"{dirname}/{batch_id}{suffix}"
+    relpath = f"{dirname}/{batch_id}{suffix}" if dirname else f"{batch_id}{suffix}"
     parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
     return parse(storage.read_bytes(relpath), source=relpath)
 

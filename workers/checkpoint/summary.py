@@ -1,6 +1,9 @@
 """A one-pass overview of a checkpoint's metadata logs (``inspect_checkpoint --json``).
 
-Reads ``metadata``, every ``offsets/<N>`` and every ``commits/<N>``. A file that cannot be
+Reads ``metadata``, every ``offsets/<N>`` and every ``commits/<N>``, and the compactible logs:
+the ``sources/<i>`` log of each file source (found from the latest offsets) and, when given, a
+file sink's ``_spark_metadata`` log, which lives beside the sink's output, not in the
+checkpoint. A file that cannot be
 read or parsed becomes an entry of ``errors`` and the walk goes on, so one corrupt
 ``offsets/3`` does not hide ``offsets/4``. Absence is not an error: a checkpoint without a
 ``metadata`` file has no query id yet, and a batch without a commit file is uncommitted.
@@ -9,13 +12,14 @@ read or parsed becomes an entry of ``errors`` and the walk goes on, so one corru
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import CheckpointError
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import JsonSite, parse_json_value
+from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log
 
 if TYPE_CHECKING:
     from .storage import CheckpointStorage
@@ -70,6 +74,7 @@ class CheckpointSummary:
     commit_ids: tuple[int, ...]
     batches: tuple[BatchSummary, ...]
     errors: tuple[FileIssue, ...]
+    metadata_logs: tuple[MetadataLogSummary, ...] = ()
 
     @property
     def uncommitted(self) -> tuple[int, ...]:
@@ -85,12 +90,22 @@ class CheckpointSummary:
             "commits": _id_range(self.commit_ids),
             "uncommitted": list(self.uncommitted),
             "batches": [batch.as_json() for batch in self.batches],
+            "metadata_logs": [log.as_json() for log in self.metadata_logs],
             "errors": [{"path": issue.path, "error": issue.error} for issue in self.errors],
         }
 
 
-def summarize_checkpoint(storage: CheckpointStorage) -> CheckpointSummary:
-    """Read the metadata, offset and commit logs of a checkpoint, recording errors per file."""
+def summarize_checkpoint(
+    storage: CheckpointStorage,
+    *,
+    sink_log: CheckpointStorage | None = None,
+    default_compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+) -> CheckpointSummary:
+    """Read the metadata, offset, commit and file-source logs of a checkpoint, recording errors per file.
+
+    ``sink_log`` is a file sink's output directory or its ``_spark_metadata`` directory; its
+    ``metadata_logs`` entry carries the log's full URL as ``path`` (the others are relative).
+    """
     issues: list[FileIssue] = []
     query_id = _find_query_id(storage, issues)
     offset_ids = _list_ids(storage, OFFSETS_DIR, issues)
@@ -99,13 +114,39 @@ def summarize_checkpoint(storage: CheckpointStorage) -> CheckpointSummary:
     batches = [_summarize_batch(storage, batch_id, batch_id in committed, issues) for batch_id in offset_ids]
     for batch_id in commit_ids:
         _record_errors(issues, f"{COMMITS_DIR}/{batch_id}", read_commit, storage, batch_id)
+    parsed = [batch for batch in batches if batch is not None]
+    source_logs = file_source_log_dirs(parsed[-1].sources) if parsed else []
+    logs = [
+        _record_errors(issues, dirname, _read_log, storage, dirname, "source", default_compact_interval)
+        for dirname in source_logs
+    ]
+    if sink_log is not None:
+        logs.append(_read_sink_log(sink_log, default_compact_interval, issues))
     return CheckpointSummary(
         query_id=query_id,
         offset_ids=tuple(offset_ids),
         commit_ids=tuple(commit_ids),
-        batches=tuple(batch for batch in batches if batch is not None),
+        batches=tuple(parsed),
         errors=tuple(issues),
+        metadata_logs=tuple(log for log in logs if log is not None),
     )
+
+
+SINK_LOG_DIR = "_spark_metadata"
+
+
+def _read_log(storage: CheckpointStorage, dirname: str, kind: str, interval: int) -> MetadataLogSummary:
+    return read_metadata_log(storage, dirname, kind=kind, default_interval=interval)  # type: ignore[arg-type]
+
+
+def _read_sink_log(sink_log: CheckpointStorage, interval: int, issues: list[FileIssue]) -> MetadataLogSummary | None:
+    """Read the sink log at ``sink_log`` (the output dir or the log dir itself), named by its URL."""
+    dirname = "" if sink_log.url.rstrip("/").endswith(f"/{SINK_LOG_DIR}") else SINK_LOG_DIR
+    url = sink_log.url.rstrip("/") + (f"/{dirname}" if dirname else "")
+    summary = _record_errors(issues, url, _read_log, sink_log, dirname, "sink", interval)
+    if summary is not None and summary.latest_batch is None:
+        issues.append(FileIssue(path=url, error=f"{url}: no file sink log batch files here"))
+    return None if summary is None else replace(summary, path=url)
 
 
 def _record_errors(issues: list[FileIssue], path: str, read: Callable[..., _T], *args: Any) -> _T | None:

@@ -19,10 +19,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("url", help="Checkpoint root: a local path or an fsspec URL (s3://…, memory://…).")
         parser.add_argument("--json", action="store_true", help="Print the machine-readable JSON document.")
+        parser.add_argument(
+            "--sink-log",
+            metavar="URL",
+            help="A file sink's output directory (or its _spark_metadata log) to include in metadata_logs.",
+        )
 
-    def handle(self, *args, url: str, json: bool = False, **options) -> None:
+    def handle(self, *args, url: str, json: bool = False, sink_log: str | None = None, **options) -> None:
         try:
-            summary = summarize_checkpoint(CheckpointStorage(url)).as_json()
+            sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
+            summary = summarize_checkpoint(CheckpointStorage(url), sink_log=sink_storage).as_json()
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
         if json:
@@ -43,5 +49,15 @@ def _text(summary: dict) -> str:
         f"commits:     {commits['count']} files, batches {commits['first']}..{commits['latest']}",
         f"uncommitted: {', '.join(map(str, summary['uncommitted'])) or 'none'}",
     ]
+    lines += [_log_line(log) for log in summary["metadata_logs"]]
     lines += [f"error:       {error['path']}: {error['error']}" for error in summary["errors"]]
     return "\n".join(lines)
+
+
+def _log_line(log: dict) -> str:
+    compactions = "[" + ", ".join(map(str, log["compact_batches"])) + "]"
+    return (
+        f"{log['kind']} log:".ljust(13) + f"{log['path']}: latest batch {log['latest_batch']}, interval {log['compact_interval']}, "
+        f"compactions {compactions}, {log['live_entries']} live entries, "
+        f"latest compact file {log['latest_compact_bytes']} bytes"
+    )

@@ -11,6 +11,7 @@ from workers.checkpoint import (
     MetadataLogSummary,
     MissingFileError,
     UnsupportedVersionError,
+    file_source_log_dirs,
     read_metadata_log,
 )
 
@@ -37,8 +38,10 @@ def our_storage():
 
 @pytest.mark.parametrize(("root", "dirname", "kind", "expected"), SUMMARIES, ids=[s[1] for s in SUMMARIES])
 def test_each_fixture_log_summary(spark_resources, root, dirname, kind, expected):
-    storage = CheckpointStorage(str(spark_resources if root == "spark" else OUR_FIXTURES))
-    assert read_metadata_log(storage, dirname, kind=kind) == MetadataLogSummary(dirname, kind, 1, *expected)
+    base = spark_resources if root == "spark" else OUR_FIXTURES
+    summary = read_metadata_log(CheckpointStorage(str(base)), dirname, kind=kind)
+    compact_sizes = tuple((batch, (base / dirname / f"{batch}.compact").stat().st_size) for batch in expected[2])
+    assert summary == MetadataLogSummary(dirname, kind, 1, *expected, compact_file_bytes=compact_sizes)
 
 
 def test_pyspark_sink_log_reads_only_the_latest_compaction(our_storage):
@@ -54,7 +57,7 @@ def test_pyspark_source_log_reads_compaction_5_and_batches_6_and_7(our_storage):
 
 def test_missing_log_directory_has_no_batches(tmp_path):
     summary = read_metadata_log(CheckpointStorage(str(tmp_path)), "sources/0", kind="source", default_interval=5)
-    assert summary == MetadataLogSummary("sources/0", "source", None, 5, None, (), 0, 0)
+    assert summary == MetadataLogSummary("sources/0", "source", None, 5, None, (), 0, 0, ())
 
 
 def test_log_without_compaction_uses_the_default_interval_and_reads_every_batch(tmp_path, write_files):
@@ -109,3 +112,8 @@ def test_version_2_delta_file_is_unsupported(tmp_path, write_files):
 def test_unknown_kind_is_refused(our_storage):
     with pytest.raises(ValueError, match="kind must be 'source' or 'sink'"):
         read_metadata_log(our_storage, DEDUP_SOURCE_LOG, kind="state")  # type: ignore[arg-type]
+
+
+def test_file_source_logs_are_found_from_the_offsets_of_file_sources_only():
+    offsets = [{"logOffset": 3}, {"topic": {"0": 5}}, 7, None, {"logOffset": 0}]
+    assert file_source_log_dirs(offsets) == ["sources/0", "sources/4"]

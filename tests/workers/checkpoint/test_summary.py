@@ -20,6 +20,7 @@ def test_inconsistent_checkpoint_summary_shows_the_hole_and_the_uncommitted_batc
             {"batch_id": 2, "timestamp_ms": 1531292030005, "watermark_ms": 5000, "committed": True, "sources": [2]},
             {"batch_id": 4, "timestamp_ms": 1531292030005, "watermark_ms": 5000, "committed": False, "sources": [4]},
         ],
+        "metadata_logs": [],
         "errors": [],
     }
 
@@ -100,6 +101,7 @@ def test_empty_checkpoint_has_an_empty_summary(tmp_path):
         "commits": {"first": None, "latest": None, "count": 0},
         "uncommitted": [],
         "batches": [],
+        "metadata_logs": [],
         "errors": [],
     }
 
