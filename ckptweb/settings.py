@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "django_celery_beat",
     "dashboards",
     "workers",
@@ -152,6 +153,12 @@ CHECKPOINT_ROOTS = env_list("CHECKPOINT_ROOTS", str(DATA_DIR / "checkpoints"))
 SYNC_INTERVAL_SECONDS = env_int("SYNC_INTERVAL_SECONDS", 30)
 # A sync that has not finished after this long is presumed dead and its lock may be taken over.
 SYNC_LEASE_SECONDS = env_int("SYNC_LEASE_SECONDS", 300)
+# The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
+# with a sync at most this often, not on every sync.
+INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)
+# Assumed throughput of writing a compact file, for the "compaction slower than the trigger"
+# projection of the compaction panel (no progress metric times the compaction itself).
+COMPACTION_BYTES_PER_SECOND = env_int("COMPACTION_BYTES_PER_SECOND", 20 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

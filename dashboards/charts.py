@@ -1,13 +1,16 @@
 """Rows to Plotly figures. Pure: no request, no ORM."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workers.checkpoint import is_compaction_batch
+
+from .compaction import CompactionOutlook
 from .models import ms_to_datetime
 
 
@@ -19,11 +22,12 @@ class TimelinePoint:
     is_committed: bool
 
 
-def batch_timeline_figure(points: Iterable[TimelinePoint]) -> go.Figure:
+def batch_timeline_figure(points: Iterable[TimelinePoint], *, sink_compact_interval: int | None = None) -> go.Figure:
     """Batch id, interval since the previous batch, and the watermark, against batch start time.
 
     Batches without a timestamp (Spark 2.0-era logs wrote 0) cannot be placed on a time axis and
-    are left out.
+    are left out. With a file sink's compact interval, its compaction batches (a file sink's batch
+    ids are the query's) are marked: they are the batches that rewrite the whole sink log.
     """
     timed = [p for p in points if p.timestamp_ms > 0]
     times = [ms_to_datetime(p.timestamp_ms) for p in timed]
@@ -33,6 +37,8 @@ def batch_timeline_figure(points: Iterable[TimelinePoint]) -> go.Figure:
     )
     figure.add_trace(_batch_trace(timed, times, committed=True), row=1, col=1)
     figure.add_trace(_batch_trace(timed, times, committed=False), row=1, col=1)
+    if sink_compact_interval:
+        figure.add_trace(_compaction_trace(timed, times, sink_compact_interval), row=1, col=1)
     figure.add_trace(_interval_trace(timed, times), row=2, col=1)
     figure.add_trace(_watermark_trace(timed, times), row=3, col=1)
     figure.update_layout(height=620, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"})
@@ -48,6 +54,14 @@ def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committe
     )
 
 
+def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interval: int) -> go.Scatter:
+    chosen = [(t, p.batch_id) for t, p in zip(times, points) if is_compaction_batch(p.batch_id, interval)]
+    return go.Scatter(
+        x=[t for t, _ in chosen], y=[b for _, b in chosen], mode="markers", name="sink log compaction",
+        marker={"symbol": "diamond-open", "size": 13, "color": "#6f42c1"},
+    )
+
+
 def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
     gaps = [(later - earlier).total_seconds() for earlier, later in zip(times, times[1:])]
     return go.Scatter(x=times[1:], y=gaps, mode="lines+markers", name="batch interval", line={"color": "#5cb85c"})
@@ -60,3 +74,31 @@ def _watermark_trace(points: list[TimelinePoint], times: list[datetime]) -> go.S
         x=[t for t, _ in marks], y=[w for _, w in marks], mode="lines+markers", name="watermark",
         line={"color": "#f0ad4e", "shape": "hv"},
     )
+
+
+def compact_size_figure(sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook | None) -> go.Figure:
+    """Size of each compact file against its batch id, the fitted trend and the threshold."""
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(x=[b for b, _ in sizes], y=[s for _, s in sizes], mode="lines+markers", name="compact file bytes")
+    )
+    if outlook is not None and sizes:
+        _add_projection(figure, sizes, outlook)
+    figure.update_layout(
+        height=320, margin={"l": 60, "r": 20, "t": 30, "b": 40}, legend={"orientation": "h"},
+        xaxis_title="compaction batch id", yaxis_title="bytes",
+    )
+    return figure
+
+
+def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook) -> None:
+    first, last = sizes[0][0], max(sizes[-1][0], outlook.crossing_batch_id or sizes[-1][0])
+    intercept = outlook.intercept_bytes
+    figure.add_trace(
+        go.Scatter(
+            x=[first, last], y=[intercept + outlook.bytes_per_batch * x for x in (first, last)], mode="lines",
+            name="trend", line={"dash": "dot", "color": "#888"},
+        )
+    )
+    figure.add_hline(y=outlook.threshold_bytes, line={"color": "#d9534f", "dash": "dash"},
+                     annotation_text="a compaction would outlast the trigger interval")

@@ -1,6 +1,7 @@
 """Pages and panels: fetch through a permission helper, gather, render. No format or query logic."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
@@ -10,12 +11,15 @@ from django.views.decorators.http import require_POST
 
 from workers import tasks
 
-from .charts import TimelinePoint, batch_timeline_figure
+from .charts import TimelinePoint, batch_timeline_figure, compact_size_figure
+from .compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from .forms import CheckpointForm
-from .models import Batch, Checkpoint
+from .models import Batch, Checkpoint, MetadataLog
 
 BATCHES_PER_PAGE = 50
 RECENT_SYNC_RUNS = 10
+# Batches whose start times give the trigger interval of the compaction projection.
+TRIGGER_SAMPLE_BATCHES = 200
 
 
 def _get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
@@ -36,7 +40,12 @@ def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
 @login_required
 def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
-    context = {"checkpoint": checkpoint, **_health_context(checkpoint), **_batch_page_context(request, checkpoint)}
+    context = {
+        "checkpoint": checkpoint,
+        **_health_context(checkpoint),
+        **_batch_page_context(request, checkpoint),
+        **_metadata_log_context(checkpoint),
+    }
     return render(request, "dashboards/checkpoint_detail.html", context)
 
 
@@ -58,7 +67,17 @@ def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
     rows = checkpoint.batches.for_timeline().values_list("batch_id", "timestamp_ms", "watermark_ms", "is_committed")
-    figure = batch_timeline_figure(TimelinePoint(*row) for row in rows)
+    interval = checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
+    figure = batch_timeline_figure((TimelinePoint(*row) for row in rows), sink_compact_interval=interval)
+    return HttpResponse(figure.to_json(), content_type="application/json")
+
+
+@login_required
+def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
+    sizes = _compact_sizes(log)
+    figure = compact_size_figure(sizes, _outlook(checkpoint, log, sizes))
     return HttpResponse(figure.to_json(), content_type="application/json")
 
 
@@ -118,3 +137,26 @@ def _health_context(checkpoint: Checkpoint) -> dict:
 def _batch_page_context(request: HttpRequest, checkpoint: Checkpoint) -> dict:
     paginator = Paginator(checkpoint.batches.for_table(), BATCHES_PER_PAGE)
     return {"batch_page": paginator.get_page(request.GET.get("page"))}
+
+
+def _metadata_log_context(checkpoint: Checkpoint) -> dict:
+    logs = list(checkpoint.metadata_logs.all())
+    return {
+        "metadata_logs": [(log, _outlook(checkpoint, log, _compact_sizes(log))) for log in logs],
+        "compaction_speed": settings.COMPACTION_BYTES_PER_SECOND,
+    }
+
+
+def _compact_sizes(log: MetadataLog) -> list[tuple[int, int]]:
+    return list(log.compact_files.values_list("batch_id", "size_bytes"))
+
+
+def _outlook(checkpoint: Checkpoint, log: MetadataLog, sizes: list[tuple[int, int]]) -> CompactionOutlook | None:
+    """The projection for a sink log (its batch ids are the query's); source logs count by logOffset."""
+    trigger = median_trigger_seconds(checkpoint.batches.recent_timestamps(TRIGGER_SAMPLE_BATCHES))
+    if trigger is None or log.latest_batch_id is None:
+        return None
+    return project_compaction(
+        sizes, latest_batch_id=log.latest_batch_id, trigger_seconds=trigger,
+        bytes_per_second=settings.COMPACTION_BYTES_PER_SECOND,
+    )

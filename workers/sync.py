@@ -21,6 +21,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
+from workers.inspection import Inspection, inspection_due, read_inspection, sink_log_storage, store_inspection
 from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
@@ -64,7 +65,11 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         storage = CheckpointStorage(checkpoint.url, allowed_roots=settings.CHECKPOINT_ROOTS)
         findings = SyncFindings()
         _read_new_files(checkpoint, storage, findings)
-        _store_findings(checkpoint, run, storage, findings)
+        sink = sink_log_storage(checkpoint)
+        inspection = None
+        if inspection_due(checkpoint, run.started_at):
+            inspection = read_inspection(storage, sink, _latest_offsets(checkpoint, findings))
+        _store_findings(checkpoint, run, [storage, sink], findings, inspection)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
         _store_failure(checkpoint, run, exc)
@@ -88,6 +93,13 @@ def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings
     to_commit = commit_ids & (set(findings.new_offsets) | _uncommitted_batch_ids(checkpoint, commit_ids))
     for batch_id in sorted(to_commit):
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
+
+
+def _latest_offsets(checkpoint: Checkpoint, findings: SyncFindings) -> list[str | None]:
+    """The newest batch's source offsets: just read, or from the newest row."""
+    if findings.new_offsets:
+        return list(findings.new_offsets[max(findings.new_offsets)].offsets)
+    return checkpoint.batches.order_by("-batch_id").values_list("sources", flat=True).first() or []
 
 
 def _collect(into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage) -> None:
@@ -146,7 +158,13 @@ def _apply_commit(batch: Batch, commit: CommitMetadata) -> None:
 
 
 @transaction.atomic
-def _store_findings(checkpoint: Checkpoint, run: SyncRun, storage: CheckpointStorage, findings: SyncFindings) -> None:
+def _store_findings(
+    checkpoint: Checkpoint,
+    run: SyncRun,
+    storages: list[CheckpointStorage | None],
+    findings: SyncFindings,
+    inspection: Inspection | None,
+) -> None:
     if findings.query_id:
         checkpoint.query, _ = StreamingQuery.objects.get_or_create(query_id=findings.query_id)
         checkpoint.save(update_fields=["query"])
@@ -160,7 +178,9 @@ def _store_findings(checkpoint: Checkpoint, run: SyncRun, storage: CheckpointSto
         batch.save(update_fields=["is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata"])
     _record_issues(checkpoint, findings.problems, run.started_at)
     _refresh_health(checkpoint, run.started_at)
-    _finish_run(run, storage, findings)
+    if inspection is not None:
+        store_inspection(checkpoint, inspection, run.started_at)
+    _finish_run(run, [s for s in storages if s is not None], findings)
 
 
 def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError], now: datetime) -> None:
@@ -196,15 +216,15 @@ def _refresh_health(checkpoint: Checkpoint, now: datetime) -> None:
     )
 
 
-def _finish_run(run: SyncRun, storage: CheckpointStorage, findings: SyncFindings) -> None:
-    calls = storage.calls
+def _finish_run(run: SyncRun, storages: list[CheckpointStorage], findings: SyncFindings) -> None:
+    calls = [storage.calls for storage in storages]
     run.finished_at = timezone.now()
     run.status = SyncRun.Status.PARTIAL if findings.problems else SyncRun.Status.OK
-    run.files_read = calls.read
-    run.bytes_read = calls.bytes_read
-    run.list_calls = calls.list
-    run.info_calls = calls.info
-    run.read_calls = calls.read
+    run.files_read = sum(c.read for c in calls)
+    run.bytes_read = sum(c.bytes_read for c in calls)
+    run.list_calls = sum(c.list for c in calls)
+    run.info_calls = sum(c.info for c in calls)
+    run.read_calls = sum(c.read for c in calls)
     run.new_batches = len(findings.new_offsets)
     run.new_commits = len(findings.new_commits)
     run.error_count = len(findings.problems)

@@ -38,7 +38,14 @@ from .layout import (
 )
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import LogFile, parse_log_file
-from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log
+from .metadatalog import (
+    DEFAULT_COMPACT_INTERVAL,
+    SINK_LOG_DIR,
+    MetadataLogSummary,
+    file_source_log_dirs,
+    read_metadata_log,
+    sink_log_location,
+)
 from .metadata import StreamMetadata, parse_stream_metadata
 from .offsets import (
     OFFSET_LOG_MAX_VERSION,
@@ -111,6 +118,8 @@ __all__ = [
     "DEFAULT_COMPACT_INTERVAL",
     "MetadataLogSummary",
     "file_source_log_dirs",
+    "sink_log_location",
+    "SINK_LOG_DIR",
     "read_offset_seq",
     "summarize_checkpoint",
     "BatchSummary",

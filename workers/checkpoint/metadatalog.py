@@ -38,6 +38,8 @@ LogKind = Literal["source", "sink"]
 
 # spark.sql.streaming.fileSink.log.compactInterval / fileSource.log.compactInterval default.
 DEFAULT_COMPACT_INTERVAL = 10
+# FileStreamSink.metadataDir: the sink log's folder inside the sink's output directory.
+SINK_LOG_DIR = "_spark_metadata"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,18 @@ def read_metadata_log(
         latest_compact_bytes=batches[compacts[-1]].size if compacts else 0,
         compact_file_bytes=tuple((batch_id, batches[batch_id].size) for batch_id in compacts),
     )
+
+
+def sink_log_location(storage: CheckpointStorage) -> tuple[str, str]:
+    """Return (directory relative to ``storage``, full URL) of a sink log.
+
+    ``storage`` may be rooted at the sink's output directory (the path a query writes to) or at
+    its ``_spark_metadata`` directory itself.
+    """
+    root = storage.url.rstrip("/")
+    if root.endswith(f"/{SINK_LOG_DIR}"):
+        return "", root
+    return SINK_LOG_DIR, f"{root}/{SINK_LOG_DIR}"
 
 
 def file_source_log_dirs(offsets: Sequence[Any]) -> list[str]:

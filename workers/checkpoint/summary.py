@@ -19,7 +19,7 @@ from .errors import CheckpointError
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import JsonSite, parse_json_value
-from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log
+from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log, sink_log_location
 
 if TYPE_CHECKING:
     from .storage import CheckpointStorage
@@ -132,17 +132,13 @@ def summarize_checkpoint(
     )
 
 
-SINK_LOG_DIR = "_spark_metadata"
-
-
 def _read_log(storage: CheckpointStorage, dirname: str, kind: str, interval: int) -> MetadataLogSummary:
     return read_metadata_log(storage, dirname, kind=kind, default_interval=interval)  # type: ignore[arg-type]
 
 
 def _read_sink_log(sink_log: CheckpointStorage, interval: int, issues: list[FileIssue]) -> MetadataLogSummary | None:
     """Read the sink log at ``sink_log`` (the output dir or the log dir itself), named by its URL."""
-    dirname = "" if sink_log.url.rstrip("/").endswith(f"/{SINK_LOG_DIR}") else SINK_LOG_DIR
-    url = sink_log.url.rstrip("/") + (f"/{dirname}" if dirname else "")
+    dirname, url = sink_log_location(sink_log)
     summary = _record_errors(issues, url, _read_log, sink_log, dirname, "sink", interval)
     if summary is not None and summary.latest_batch is None:
         issues.append(FileIssue(path=url, error=f"{url}: no file sink log batch files here"))

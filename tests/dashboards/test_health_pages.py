@@ -1,0 +1,69 @@
+"""The compaction, inventory and findings panels, on a synced copy of a real PySpark checkpoint."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from dashboards.models import Checkpoint, MetadataLog
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from workers.sync import sync_checkpoint
+
+pytestmark = pytest.mark.django_db
+
+DEDUP = OUR_FIXTURES / "file_source_dedup"
+
+
+@pytest.fixture
+def synced_dedup(copy_checkpoint) -> Checkpoint:
+    """The file-source fixture with its file sink registered, after one sync."""
+    base = copy_checkpoint(DEDUP)
+    checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    return checkpoint
+
+
+@pytest.fixture
+def viewer_client(client, viewer_user):
+    client.force_login(viewer_user)
+    return client
+
+
+def test_query_page_shows_each_compactible_log(viewer_client, synced_dedup):
+    page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
+    table = page[page.index('id="metadata-logs"'):page.index("</table>", page.index('id="metadata-logs"'))]
+
+    assert "file source" in table and "sources/0" in table
+    assert "file sink" in table and "/output/_spark_metadata" in table
+    # Sink: interval 3, latest batch 15, next compaction 17, 24 live entries (see test_metadatalog.py).
+    assert "<td>3</td>" in table and "<td>15</td>" in table and "<td>17</td>" in table and "<td>24</td>" in table
+
+
+def test_compact_size_chart_plots_each_compact_file(viewer_client, synced_dedup):
+    sink = MetadataLog.objects.get(checkpoint=synced_dedup, kind="sink")
+    url = reverse("dashboards:compact-size-chart", args=[synced_dedup.pk, sink.pk])
+
+    figure = json.loads(viewer_client.get(url).content)
+
+    sizes = figure["data"][0]
+    assert (sizes["x"], sizes["y"]) == ([11, 14], [c.size_bytes for c in sink.compact_files.order_by("batch_id")])
+    assert [trace["name"] for trace in figure["data"]] == ["compact file bytes", "trend"]
+
+
+def test_a_log_of_another_checkpoint_is_not_found(viewer_client, synced_dedup):
+    other = make_checkpoint(name="other", url="/nowhere")
+    sink = MetadataLog.objects.get(checkpoint=synced_dedup, kind="sink")
+    url = reverse("dashboards:compact-size-chart", args=[other.pk, sink.pk])
+    assert viewer_client.get(url).status_code == 404
+
+
+def test_timeline_marks_the_sink_compaction_batches(viewer_client, synced_dedup):
+    url = reverse("dashboards:batch-timeline-chart", args=[synced_dedup.pk])
+    figure = json.loads(viewer_client.get(url).content)
+
+    [compactions] = [trace for trace in figure["data"] if trace["name"] == "sink log compaction"]
+    # Batches 12..15 are in the offset log; with interval 3, batch 14 is the compaction (14.compact on disk).
+    assert compactions["y"] == [14]

@@ -1,0 +1,21 @@
+from datetime import timedelta
+
+import pytest
+
+from dashboards.templatetags.ckptweb import duration
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (timedelta(0), "0 s"),
+        (45, "45 s"),
+        (timedelta(minutes=12, seconds=5), "12 min 5 s"),
+        (timedelta(hours=3, minutes=20, seconds=9), "3 h 20 min"),
+        (timedelta(days=4, hours=2), "4 d 2 h"),
+        (timedelta(days=1, seconds=30), "1 d 30 s"),
+        (None, "—"),
+    ],
+)
+def test_duration_shows_the_two_largest_units(value, text):
+    assert duration(value) == text

@@ -1,0 +1,107 @@
+"""The full pass a sync runs every INSPECT_INTERVAL_SECONDS: compactible logs, kept compact-file history.
+
+Expected figures were worked out by hand from the fixture files and agree with what Spark's own
+FileStreamSourceLog / FileStreamSinkLog read (tests/spark/test_metadata_logs_vs_spark.py).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from dashboards.models import Checkpoint, Finding, MetadataLog
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from workers.sync import sync_checkpoint
+
+pytestmark = pytest.mark.django_db
+
+DEDUP = OUR_FIXTURES / "file_source_dedup"
+
+
+@pytest.fixture
+def dedup(copy_checkpoint):
+    """A writable copy of the file-source fixture: `checkpoint/` and the sink's `output/`."""
+    return copy_checkpoint(DEDUP)
+
+
+def _logs(checkpoint: Checkpoint) -> list[tuple]:
+    rows = MetadataLog.objects.filter(checkpoint=checkpoint).order_by("kind")
+    return [
+        (log.kind, log.compact_interval, log.latest_batch_id, log.live_entries, log.latest_compact_bytes,
+         list(log.compact_files.values_list("batch_id", flat=True)))
+        for log in rows
+    ]
+
+
+def _resync_after_the_interval(checkpoint: Checkpoint, settings) -> None:
+    later = timezone.now() + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS + 1)
+    sync_checkpoint(checkpoint.pk, now=later)
+
+
+def test_first_sync_reads_the_file_source_log_found_from_the_offsets(dedup):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+
+    sync_checkpoint(checkpoint.pk)
+
+    assert _logs(checkpoint) == [("source", 3, 7, 8, 698, [2, 5])]
+    assert MetadataLog.objects.get(checkpoint=checkpoint).path == "sources/0"
+
+
+def test_a_registered_sink_output_adds_its_log(dedup):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"), sink_log_url=str(dedup / "output"))
+
+    sync_checkpoint(checkpoint.pk)
+
+    sink = MetadataLog.objects.get(checkpoint=checkpoint, kind="sink")
+    assert sink.path == (dedup / "output" / "_spark_metadata").as_uri()
+    assert (sink.compact_interval, sink.latest_batch_id, sink.next_compaction_batch_id) == (3, 15, 17)
+    assert list(sink.compact_files.values_list("batch_id", "size_bytes")) == [
+        (batch, (dedup / "output" / "_spark_metadata" / f"{batch}.compact").stat().st_size) for batch in (11, 14)
+    ]
+
+
+def test_compact_files_spark_deleted_stay_in_the_history(dedup, settings):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    # Compaction batch 8 as Spark writes it (every entry so far), then deleteExpiredLog drops 2.compact.
+    log = dedup / "checkpoint" / "sources" / "0"
+    entries = [line for name in ("5.compact", "6", "7") for line in (log / name).read_bytes().split(b"\n")[1:]]
+    (log / "8.compact").write_bytes(b"\n".join([b"v1", *entries]))
+    (log / "2.compact").unlink()
+
+    _resync_after_the_interval(checkpoint, settings)
+
+    compact_8 = (log / "8.compact").stat().st_size
+    assert _logs(checkpoint) == [("source", 3, 8, 8, compact_8, [2, 5, 8])]
+
+
+def test_the_full_pass_waits_for_the_inspect_interval(dedup):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+    first = sync_checkpoint(checkpoint.pk)
+    second = sync_checkpoint(checkpoint.pk)
+
+    # The first sync also listed sources/0; the second lists only offsets/ and commits/.
+    assert (first.list_calls, second.list_calls) == (3, 2)
+
+
+def test_an_unreadable_log_is_a_finding_until_it_reads_again(dedup, settings):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    log_file = dedup / "checkpoint" / "sources" / "0" / "7"
+    good = log_file.read_bytes()
+    log_file.write_bytes(b"v1\n{not json")
+
+    _resync_after_the_interval(checkpoint, settings)
+
+    finding = Finding.objects.open().get(checkpoint=checkpoint)
+    assert (finding.severity, finding.path) == (Finding.Severity.ERROR, "sources/0")
+    assert finding.message.startswith("sources/0/7: line 2")
+    assert _logs(checkpoint)[0][2] == 7, "the last good figures are kept"
+
+    log_file.write_bytes(good)
+    checkpoint.refresh_from_db()
+    sync_checkpoint(checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS))
+
+    assert not Finding.objects.open().filter(checkpoint=checkpoint).exists()
