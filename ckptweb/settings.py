@@ -59,6 +59,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_celery_beat",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "dashboards",
     "workers",
 ]
@@ -110,6 +113,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "login"
+
+# The JSON API: people use their session, machines (the progress listener, scripts) a token
+# (`manage.py drf_create_token USER`). Nothing is anonymous.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first: an anonymous caller then gets 401 with "WWW-Authenticate: Token", not 403.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ckptweb API",
+    "DESCRIPTION": "Spark Structured Streaming checkpoints: what ckptweb has read, and progress ingestion.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
 LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
 LOGOUT_REDIRECT_URL = "login"
 

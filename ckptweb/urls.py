@@ -1,10 +1,16 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from dashboards.api import ProgressIngestView
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/ingest/progress/", ProgressIngestView.as_view(), name="api-ingest-progress"),
+    path("api/schema/", login_required(SpectacularAPIView.as_view()), name="api-schema"),
     path("", include("dashboards.urls")),
 ]

@@ -102,3 +102,28 @@ def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook
     )
     figure.add_hline(y=outlook.threshold_bytes, line={"color": "#d9534f", "dash": "dash"},
                      annotation_text="a compaction would outlast the trigger interval")
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryPoint:
+    taken_at: datetime
+    path: str
+    size_bytes: int
+    files: int
+
+
+def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
+    """Bytes and files of each directory at each inventory pass: one line per directory."""
+    by_path: dict[str, list[InventoryPoint]] = {}
+    for point in points:
+        by_path.setdefault(point.path or "(root)", []).append(point)
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=("Bytes", "Files"))
+    for path, series in sorted(by_path.items()):
+        times = [p.taken_at for p in series]
+        figure.add_trace(go.Scatter(x=times, y=[p.size_bytes for p in series], mode="lines+markers", name=path, legendgroup=path), row=1, col=1)
+        figure.add_trace(
+            go.Scatter(x=times, y=[p.files for p in series], mode="lines+markers", name=path, legendgroup=path, showlegend=False),
+            row=2, col=1,
+        )
+    figure.update_layout(height=480, margin={"l": 60, "r": 20, "t": 40, "b": 40})
+    return figure

@@ -11,10 +11,10 @@ from django.views.decorators.http import require_POST
 
 from workers import tasks
 
-from .charts import TimelinePoint, batch_timeline_figure, compact_size_figure
+from .charts import InventoryPoint, TimelinePoint, batch_timeline_figure, compact_size_figure, inventory_growth_figure
 from .compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from .forms import CheckpointForm
-from .models import Batch, Checkpoint, MetadataLog
+from .models import Batch, Checkpoint, DirectoryInventory, MetadataLog
 
 BATCHES_PER_PAGE = 50
 RECENT_SYNC_RUNS = 10
@@ -45,6 +45,8 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_health_context(checkpoint),
         **_batch_page_context(request, checkpoint),
         **_metadata_log_context(checkpoint),
+        "findings": checkpoint.findings.open(),
+        "inventory": DirectoryInventory.objects.latest_for(checkpoint),
     }
     return render(request, "dashboards/checkpoint_detail.html", context)
 
@@ -78,6 +80,14 @@ def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) ->
     log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
     sizes = _compact_sizes(log)
     figure = compact_size_figure(sizes, _outlook(checkpoint, log, sizes))
+    return HttpResponse(figure.to_json(), content_type="application/json")
+
+
+@login_required
+def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    rows = DirectoryInventory.objects.growth_for(checkpoint).values_list("taken_at", "path", "size_bytes", "files")
+    figure = inventory_growth_figure(InventoryPoint(*row) for row in rows)
     return HttpResponse(figure.to_json(), content_type="application/json")
 
 

@@ -1,0 +1,62 @@
+"""The JSON API (Django REST framework): progress ingestion for the PySpark listener.
+
+``POST /api/ingest/progress/`` with ``Authorization: Token <key>`` and the body
+``{"progress": <StreamingQueryProgress.json object>}`` (pipelines/progress_listener.py sends
+exactly this). The caller needs the ``dashboards.ingest_progress`` permission. Answers 201 for a
+new batch, 200 when it replaced an earlier report of the same batch (a re-run after a restart or
+a resent event), 400 with the reason when the progress cannot be read.
+"""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from workers.checkpoint import CheckpointError
+from workers.checkpoint.progress import progress_from_dict
+
+from .models import BatchProgress
+
+INGEST_SOURCE = "request body: progress"
+
+
+class CanIngestProgress(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.has_perm("dashboards.ingest_progress"))
+
+
+class ProgressEnvelope(serializers.Serializer):
+    progress = serializers.DictField(help_text="A StreamingQueryProgress as its `json` gives it.")
+
+
+class ProgressIngestView(APIView):
+    permission_classes = [CanIngestProgress]
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        request=ProgressEnvelope,
+        responses={
+            200: inline_serializer("ProgressReplaced", {"query_id": serializers.UUIDField(), "batch_id": serializers.IntegerField(), "created": serializers.BooleanField()}),
+            201: inline_serializer("ProgressCreated", {"query_id": serializers.UUIDField(), "batch_id": serializers.IntegerField(), "created": serializers.BooleanField()}),
+            400: inline_serializer("ProgressRejected", {"error": serializers.CharField()}),
+        },
+    )
+    def post(self, request):
+        envelope = ProgressEnvelope(data=request.data)
+        if not envelope.is_valid():
+            return Response({"error": _first_error(envelope.errors)}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            progress = progress_from_dict(envelope.validated_data["progress"], source=INGEST_SOURCE)
+        except CheckpointError as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        row, created = BatchProgress.objects.store(progress, origin=BatchProgress.Origin.LISTENER)
+        body = {"query_id": str(row.query.query_id), "batch_id": row.batch_id, "created": created}
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def _first_error(errors: dict) -> str:
+    field, messages = next(iter(errors.items()))
+    return f"{field}: {messages[0]}"

@@ -1,0 +1,30 @@
+"""The store: what the workers have read from checkpoints, and what users registered."""
+from .core import (
+    Batch,
+    Checkpoint,
+    QueryRun,
+    StreamingQuery,
+    SyncIssue,
+    SyncRun,
+    default_sync_interval_seconds,
+    ms_to_datetime,
+)
+from .health import CompactFile, DirectoryInventory, Finding, MetadataLog
+from .progress import BatchProgress, StateOperatorMetrics
+
+__all__ = [
+    "Batch",
+    "BatchProgress",
+    "Checkpoint",
+    "CompactFile",
+    "DirectoryInventory",
+    "Finding",
+    "MetadataLog",
+    "QueryRun",
+    "StateOperatorMetrics",
+    "StreamingQuery",
+    "SyncIssue",
+    "SyncRun",
+    "default_sync_interval_seconds",
+    "ms_to_datetime",
+]

@@ -1,0 +1,122 @@
+"""What the full inspection pass finds: compactible logs, the file inventory, integrity findings.
+
+Only workers.inspection writes these rows.
+"""
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from workers.checkpoint import next_compaction_batch_id
+
+from .core import Checkpoint
+from .severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
+
+
+class MetadataLog(models.Model):
+    """A compactible log (a file source's sources/<i>, a file sink's _spark_metadata) as last read."""
+
+    class Kind(models.TextChoices):
+        SOURCE = "source", "file source"
+        SINK = "sink", "file sink"
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="metadata_logs")
+    path = models.CharField(max_length=1000, help_text="sources/<i> relative to the checkpoint, or the sink log's URL.")
+    kind = models.CharField(max_length=6, choices=Kind.choices)
+    compact_interval = models.PositiveIntegerField()
+    latest_batch_id = models.BigIntegerField(null=True, blank=True)
+    live_entries = models.PositiveBigIntegerField(default=0)
+    latest_compact_bytes = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "path"], name="one_row_per_metadata_log")]
+        ordering = ["kind", "path"]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint}: {self.path}"
+
+    @property
+    def next_compaction_batch_id(self) -> int | None:
+        """CompactibleFileStreamLog.nextCompactionBatchId after the latest batch."""
+        if self.latest_batch_id is None:
+            return None
+        return next_compaction_batch_id(self.latest_batch_id, self.compact_interval)
+
+
+class CompactFile(models.Model):
+    """A `.compact` file seen on storage; kept after Spark deletes it, so growth stays visible."""
+
+    log = models.ForeignKey(MetadataLog, on_delete=models.CASCADE, related_name="compact_files")
+    batch_id = models.BigIntegerField()
+    size_bytes = models.PositiveBigIntegerField()
+    first_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["log", "batch_id"], name="one_row_per_compact_file")]
+        ordering = ["batch_id"]
+
+
+class DirectoryInventoryQuerySet(models.QuerySet):
+    def latest_for(self, checkpoint: Checkpoint) -> DirectoryInventoryQuerySet:
+        """The rows of the checkpoint's most recent inventory pass."""
+        taken = self.filter(checkpoint=checkpoint).aggregate(latest=models.Max("taken_at"))["latest"]
+        return self.filter(checkpoint=checkpoint, taken_at=taken).order_by("path")
+
+    def growth_for(self, checkpoint: Checkpoint) -> DirectoryInventoryQuerySet:
+        """Every pass's (time, kind, bytes, files) for the growth chart, oldest first."""
+        return self.filter(checkpoint=checkpoint).order_by("taken_at", "path")
+
+
+class DirectoryInventory(models.Model):
+    """Files and bytes of one directory of a checkpoint at one inventory pass."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="inventory")
+    taken_at = models.DateTimeField()
+    path = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=20)
+    files = models.PositiveIntegerField()
+    size_bytes = models.PositiveBigIntegerField()
+    small_files = models.PositiveIntegerField()
+    oldest_batch_id = models.BigIntegerField(null=True, blank=True)
+    newest_batch_id = models.BigIntegerField(null=True, blank=True)
+    list_requests = models.PositiveIntegerField(help_text="Estimated LIST requests of one full read on an object store.")
+    get_requests = models.PositiveIntegerField(help_text="Estimated GET requests of one full read on an object store.")
+
+    objects = DirectoryInventoryQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["checkpoint", "taken_at"], name="inventory_by_pass")]
+        verbose_name_plural = "directory inventories"
+
+
+class FindingQuerySet(models.QuerySet):
+    def open(self) -> FindingQuerySet:
+        return self.filter(resolved_at__isnull=True).order_by("-severity", "path", "code")
+
+
+class Finding(models.Model):
+    """An integrity check's finding: what is wrong with which file, and what it means for a restart."""
+
+    class Severity(models.IntegerChoices):
+        INFO = SEVERITY_INFO, "info"
+        WARNING = SEVERITY_WARNING, "warning"
+        ERROR = SEVERITY_ERROR, "error"
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="findings")
+    code = models.CharField(max_length=50)
+    severity = models.PositiveSmallIntegerField(choices=Severity.choices)
+    path = models.CharField(max_length=1000, blank=True)
+    message = models.TextField()
+    restart_impact = models.TextField(blank=True)
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FindingQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "code", "path"], name="one_finding_per_code_and_file")]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint}: {self.get_severity_display()} {self.code} {self.path}"

@@ -1,0 +1,152 @@
+"""Runtime metrics per batch: StreamingQueryProgress events, from the listener or event logs.
+
+A progress row belongs to a query (the id in the checkpoint's ``metadata``) and a batch id, which
+is how it meets the Batch rows of that query's checkpoint. A batch re-run after a restart reports
+again under a new run id: the newest report replaces the older one.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from django.db import models, transaction
+from django.utils import timezone
+
+from .core import QueryRun, StreamingQuery
+
+if TYPE_CHECKING:
+    from workers.checkpoint.progress import StateOperatorProgress, StreamingQueryProgress
+
+# StateOperatorProgress fields stored as columns, by their Python names.
+STATE_OPERATOR_FIGURES = (
+    "num_rows_total",
+    "num_rows_updated",
+    "num_rows_removed",
+    "num_rows_dropped_by_watermark",
+    "memory_used_bytes",
+    "num_shuffle_partitions",
+    "num_state_store_instances",
+    "commit_time_ms",
+    "all_updates_time_ms",
+    "all_removals_time_ms",
+)
+
+
+class BatchProgressManager(models.Manager):
+    @transaction.atomic
+    def store(self, progress: StreamingQueryProgress, *, origin: str) -> tuple[BatchProgress, bool]:
+        """Insert or replace the progress of (query id, batch id); return it and whether it is new."""
+        query, _ = StreamingQuery.objects.get_or_create(query_id=progress.id)
+        if progress.name and query.name != progress.name:
+            query.name = progress.name
+            query.save(update_fields=["name"])
+        run, _ = QueryRun.objects.get_or_create(run_id=progress.run_id, defaults={"query": query})
+        row, created = self.update_or_create(query=query, batch_id=progress.batch_id, defaults=_progress_fields(progress, run, origin))
+        row.state_operators.all().delete()
+        StateOperatorMetrics.objects.bulk_create(
+            _operator_row(row, index, operator) for index, operator in enumerate(progress.state_operators)
+        )
+        return row, created
+
+
+class BatchProgressQuerySet(models.QuerySet):
+    def for_query(self, query_id) -> BatchProgressQuerySet:
+        return self.filter(query_id=query_id).order_by("batch_id")
+
+
+class BatchProgress(models.Model):
+    """One trigger's StreamingQueryProgress."""
+
+    class Origin(models.TextChoices):
+        LISTENER = "listener", "progress listener"
+        EVENT_LOG = "event-log", "Spark event log"
+
+    query = models.ForeignKey(StreamingQuery, on_delete=models.CASCADE, related_name="progress")
+    run = models.ForeignKey(QueryRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="progress")
+    batch_id = models.BigIntegerField()
+    timestamp = models.DateTimeField(help_text="Start of the trigger.")
+    batch_duration_ms = models.BigIntegerField(null=True, blank=True)
+    duration_ms = models.JSONField(default=dict, blank=True, help_text="Milliseconds per phase (addBatch, walCommit, ...).")
+    num_input_rows = models.BigIntegerField(null=True, blank=True)
+    input_rows_per_second = models.FloatField(null=True, blank=True)
+    processed_rows_per_second = models.FloatField(null=True, blank=True)
+    watermark = models.DateTimeField(null=True, blank=True)
+    event_time = models.JSONField(default=dict, blank=True, help_text="min/max/avg/watermark as ISO-8601 UTC.")
+    sources = models.JSONField(default=list, blank=True)
+    sink = models.JSONField(null=True, blank=True)
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    objects = BatchProgressManager.from_queryset(BatchProgressQuerySet)()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["query", "batch_id"], name="one_progress_per_batch")]
+        permissions = [("ingest_progress", "Can send progress events to the ingest endpoint")]
+        verbose_name_plural = "batch progress"
+
+    def __str__(self) -> str:
+        return f"{self.query} batch {self.batch_id}"
+
+
+class StateOperatorMetrics(models.Model):
+    """One stateful operator's figures in one trigger (StateOperatorProgress)."""
+
+    progress = models.ForeignKey(BatchProgress, on_delete=models.CASCADE, related_name="state_operators")
+    operator_index = models.PositiveSmallIntegerField()
+    operator_name = models.CharField(max_length=100, blank=True)
+    num_rows_total = models.BigIntegerField(null=True, blank=True)
+    num_rows_updated = models.BigIntegerField(null=True, blank=True)
+    num_rows_removed = models.BigIntegerField(null=True, blank=True)
+    num_rows_dropped_by_watermark = models.BigIntegerField(null=True, blank=True)
+    memory_used_bytes = models.BigIntegerField(null=True, blank=True)
+    num_shuffle_partitions = models.BigIntegerField(null=True, blank=True)
+    num_state_store_instances = models.BigIntegerField(null=True, blank=True)
+    commit_time_ms = models.BigIntegerField(null=True, blank=True)
+    all_updates_time_ms = models.BigIntegerField(null=True, blank=True)
+    all_removals_time_ms = models.BigIntegerField(null=True, blank=True)
+    custom_metrics = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["progress", "operator_index"], name="one_row_per_operator")]
+        ordering = ["operator_index"]
+        verbose_name_plural = "state operator metrics"
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """loadedMapCacheHitCount / (hits + misses) of the HDFS provider, None without lookups."""
+        hits = self.custom_metrics.get("loadedMapCacheHitCount")
+        misses = self.custom_metrics.get("loadedMapCacheMissCount")
+        if hits is None or misses is None or hits + misses == 0:
+            return None
+        return hits / (hits + misses)
+
+
+def _progress_fields(progress: StreamingQueryProgress, run: QueryRun, origin: str) -> dict:
+    return {
+        "run": run,
+        "timestamp": progress.timestamp,
+        "batch_duration_ms": progress.batch_duration_ms,
+        "duration_ms": dict(progress.duration_ms),
+        "num_input_rows": progress.num_input_rows,
+        "input_rows_per_second": progress.input_rows_per_second,
+        "processed_rows_per_second": progress.processed_rows_per_second,
+        "watermark": progress.watermark,
+        "event_time": {key: value.isoformat() for key, value in progress.event_time.items()},
+        "sources": [_plain(source) for source in progress.sources],
+        "sink": None if progress.sink is None else _plain(progress.sink),
+        "origin": origin,
+        "received_at": timezone.now(),
+    }
+
+
+def _operator_row(row: BatchProgress, index: int, operator: StateOperatorProgress) -> StateOperatorMetrics:
+    figures = {name: getattr(operator, name) for name in STATE_OPERATOR_FIGURES}
+    return StateOperatorMetrics(
+        progress=row, operator_index=index, operator_name=operator.operator_name or "",
+        custom_metrics=dict(operator.custom_metrics), **figures,
+    )
+
+
+def _plain(value) -> dict:
+    """A frozen slotted dataclass as a JSON-ready dict."""
+    return asdict(value)

@@ -1,0 +1,100 @@
+"""POST /api/ingest/progress/: the progress PySpark reported for a fixture query, sent as the listener sends it."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+from django.contrib.auth.models import Permission
+from rest_framework.authtoken.models import Token
+
+from dashboards.models import BatchProgress, StateOperatorMetrics
+from fixture_paths import OUR_FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/ingest/progress/"
+REPORT = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.json").read_text())
+PROGRESS = REPORT["progress"]
+
+
+@pytest.fixture
+def pipeline_token(django_user_model) -> str:
+    """A machine user with only the ingest permission, and its token."""
+    user = django_user_model.objects.create_user("pipeline")
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.create(user=user).key
+
+
+def _post(client, body, token: str | None):
+    headers = {"HTTP_AUTHORIZATION": f"Token {token}"} if token else {}
+    return client.post(URL, json.dumps(body), content_type="application/json", **headers)
+
+
+def test_every_progress_of_a_run_is_stored_once_per_batch(client, pipeline_token):
+    statuses = [_post(client, {"progress": progress}, pipeline_token).status_code for progress in PROGRESS]
+
+    assert statuses == [201] * len(PROGRESS)
+    rows = BatchProgress.objects.for_query(BatchProgress.objects.first().query_id)
+    assert [row.batch_id for row in rows] == [progress["batchId"] for progress in PROGRESS]
+    assert str(rows[0].query.query_id) == REPORT["query_id"]
+    assert rows[0].query.name == "windowed_agg_file_sink"
+
+
+def test_stored_figures_are_those_spark_reported(client, pipeline_token):
+    last = PROGRESS[-1]
+    _post(client, {"progress": last}, pipeline_token)
+
+    row = BatchProgress.objects.get(batch_id=last["batchId"])
+    assert (row.num_input_rows, row.batch_duration_ms, row.duration_ms) == (last["numInputRows"], last["batchDuration"], last["durationMs"])
+    assert row.watermark == datetime.fromisoformat(last["eventTime"]["watermark"])
+    assert str(row.run.run_id) == last["runId"]
+    [operator] = StateOperatorMetrics.objects.filter(progress=row)
+    reported = last["stateOperators"][0]
+    assert (operator.operator_name, operator.num_rows_total, operator.memory_used_bytes) == (
+        reported["operatorName"], reported["numRowsTotal"], reported["memoryUsedBytes"],
+    )
+    assert operator.custom_metrics == reported["customMetrics"]
+    hits, misses = reported["customMetrics"]["loadedMapCacheHitCount"], reported["customMetrics"]["loadedMapCacheMissCount"]
+    assert operator.cache_hit_ratio == hits / (hits + misses)
+
+
+def test_a_resent_batch_replaces_the_earlier_report(client, pipeline_token):
+    first = _post(client, {"progress": PROGRESS[0]}, pipeline_token)
+    again = _post(client, {"progress": PROGRESS[0]}, pipeline_token)
+
+    assert (first.status_code, first.json()["created"], again.status_code, again.json()["created"]) == (201, True, 200, False)
+    assert BatchProgress.objects.count() == 1
+    assert StateOperatorMetrics.objects.count() == len(PROGRESS[0]["stateOperators"])
+
+
+def test_anonymous_and_wrong_tokens_get_401(client, pipeline_token):
+    assert _post(client, {"progress": PROGRESS[0]}, None).status_code == 401
+    assert _post(client, {"progress": PROGRESS[0]}, "not-a-token").status_code == 401
+    assert not BatchProgress.objects.exists()
+
+
+def test_a_user_without_the_ingest_permission_gets_403(client, django_user_model):
+    token = Token.objects.create(user=django_user_model.objects.create_user("reader")).key
+    assert _post(client, {"progress": PROGRESS[0]}, token).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({}, "progress: This field is required."),
+        ({"progress": {**PROGRESS[0], "batchId": "seven"}}, "batchId"),
+        ({"progress": {key: value for key, value in PROGRESS[0].items() if key != "id"}}, "id"),
+    ],
+    ids=["no progress", "batch id not a number", "no query id"],
+)
+def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token, body, reason):
+    response = _post(client, body, pipeline_token)
+    assert response.status_code == 400
+    assert reason in response.json()["error"]
+    assert not BatchProgress.objects.exists()
+
+
+def test_a_body_that_is_not_json_is_refused(client, pipeline_token):
+    response = client.post(URL, "progress=1", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=f"Token {pipeline_token}")
+    assert response.status_code == 415
