@@ -16,6 +16,7 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"),
     path("checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json", views.compact_size_chart, name="compact-size-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/inventory.json", views.inventory_growth_chart, name="inventory-growth-chart"),
+    path("checkpoints/<int:checkpoint_id>/charts/state-metrics.json", views.state_metrics_chart, name="state-metrics-chart"),
     path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
     path("health/", views.health, name="health"),
 ]

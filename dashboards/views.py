@@ -11,10 +11,18 @@ from django.views.decorators.http import require_POST
 
 from workers import tasks
 
-from .charts import InventoryPoint, TimelinePoint, batch_timeline_figure, compact_size_figure, inventory_growth_figure
+from .charts import (
+    InventoryPoint,
+    StatePoint,
+    TimelinePoint,
+    batch_timeline_figure,
+    compact_size_figure,
+    inventory_growth_figure,
+    state_metrics_figure,
+)
 from .compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from .forms import CheckpointForm
-from .models import Batch, Checkpoint, DirectoryInventory, MetadataLog
+from .models import CACHE_HITS, CACHE_MISSES, Batch, Checkpoint, DirectoryInventory, MetadataLog, StateOperatorMetrics
 
 BATCHES_PER_PAGE = 50
 RECENT_SYNC_RUNS = 10
@@ -46,6 +54,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_batch_page_context(request, checkpoint),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
+        "has_state_metrics": StateOperatorMetrics.objects.for_chart(checkpoint.query_id).exists(),
         "inventory": DirectoryInventory.objects.latest_for(checkpoint),
     }
     return render(request, "dashboards/checkpoint_detail.html", context)
@@ -89,6 +98,16 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
     rows = DirectoryInventory.objects.growth_for(checkpoint).values_list("taken_at", "path", "size_bytes", "files")
     figure = inventory_growth_figure(InventoryPoint(*row) for row in rows)
     return HttpResponse(figure.to_json(), content_type="application/json")
+
+
+@login_required
+def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    rows = StateOperatorMetrics.objects.for_chart(checkpoint.query_id).values_list(
+        "progress__batch_id", "operator_index", "operator_name", "num_rows_total", "memory_used_bytes", "custom_metrics"
+    )
+    points = (StatePoint(*row[:5], row[5].get(CACHE_HITS), row[5].get(CACHE_MISSES)) for row in rows)
+    return HttpResponse(state_metrics_figure(points).to_json(), content_type="application/json")
 
 
 @login_required

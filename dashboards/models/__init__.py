@@ -10,7 +10,7 @@ from .core import (
     ms_to_datetime,
 )
 from .health import CompactFile, DirectoryInventory, Finding, MetadataLog
-from .progress import BatchProgress, StateOperatorMetrics
+from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics, cache_hit_ratio
 
 __all__ = [
     "Batch",
@@ -25,6 +25,9 @@ __all__ = [
     "StreamingQuery",
     "SyncIssue",
     "SyncRun",
+    "CACHE_HITS",
+    "CACHE_MISSES",
+    "cache_hit_ratio",
     "default_sync_interval_seconds",
     "ms_to_datetime",
 ]

@@ -17,6 +17,9 @@ from .core import QueryRun, StreamingQuery
 if TYPE_CHECKING:
     from workers.checkpoint.progress import StateOperatorProgress, StreamingQueryProgress
 
+# HDFSBackedStateStoreProvider's custom metrics: loads served from its cache of recent versions.
+CACHE_HITS = "loadedMapCacheHitCount"
+CACHE_MISSES = "loadedMapCacheMissCount"
 # StateOperatorProgress fields stored as columns, by their Python names.
 STATE_OPERATOR_FIGURES = (
     "num_rows_total",
@@ -88,6 +91,16 @@ class BatchProgress(models.Model):
         return f"{self.query} batch {self.batch_id}"
 
 
+class StateOperatorMetricsQuerySet(models.QuerySet):
+    def for_chart(self, query_id) -> StateOperatorMetricsQuerySet:
+        """Every operator's figures of every reported batch of a query, oldest batch first."""
+        return (
+            self.filter(progress__query_id=query_id)
+            .order_by("progress__batch_id", "operator_index")
+            .select_related(None)
+        )
+
+
 class StateOperatorMetrics(models.Model):
     """One stateful operator's figures in one trigger (StateOperatorProgress)."""
 
@@ -106,6 +119,8 @@ class StateOperatorMetrics(models.Model):
     all_removals_time_ms = models.BigIntegerField(null=True, blank=True)
     custom_metrics = models.JSONField(default=dict, blank=True)
 
+    objects = StateOperatorMetricsQuerySet.as_manager()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["progress", "operator_index"], name="one_row_per_operator")]
         ordering = ["operator_index"]
@@ -114,11 +129,14 @@ class StateOperatorMetrics(models.Model):
     @property
     def cache_hit_ratio(self) -> float | None:
         """loadedMapCacheHitCount / (hits + misses) of the HDFS provider, None without lookups."""
-        hits = self.custom_metrics.get("loadedMapCacheHitCount")
-        misses = self.custom_metrics.get("loadedMapCacheMissCount")
-        if hits is None or misses is None or hits + misses == 0:
-            return None
-        return hits / (hits + misses)
+        return cache_hit_ratio(self.custom_metrics.get(CACHE_HITS), self.custom_metrics.get(CACHE_MISSES))
+
+
+def cache_hit_ratio(hits: int | None, misses: int | None) -> float | None:
+    """Share of state loads served from the provider's in-memory cache; None without lookups."""
+    if hits is None or misses is None or hits + misses == 0:
+        return None
+    return hits / (hits + misses)
 
 
 def _progress_fields(progress: StreamingQueryProgress, run: QueryRun, origin: str) -> dict:

@@ -98,3 +98,26 @@ def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token,
 def test_a_body_that_is_not_json_is_refused(client, pipeline_token):
     response = client.post(URL, "progress=1", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=f"Token {pipeline_token}")
     assert response.status_code == 415
+
+
+def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, copy_checkpoint, viewer_user):
+    from django.urls import reverse
+
+    from factories import make_checkpoint
+    from workers.sync import sync_checkpoint
+
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink") / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    for progress in PROGRESS:
+        _post(client, {"progress": progress}, pipeline_token)
+    client.force_login(viewer_user)
+
+    assert 'id="state-metrics-chart"' in client.get(checkpoint.get_absolute_url()).content.decode()
+    figure = client.get(reverse("dashboards:state-metrics-chart", args=[checkpoint.pk])).json()
+    rows, memory, ratio = figure["data"]
+    assert rows["x"] == [p["batchId"] for p in PROGRESS]
+    assert memory["y"] == [p["stateOperators"][0]["memoryUsedBytes"] for p in PROGRESS]
+    metrics = [p["stateOperators"][0]["customMetrics"] for p in PROGRESS]
+    expected = [m["loadedMapCacheHitCount"] / (m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"])
+                if m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"] else None for m in metrics]
+    assert ratio["y"] == expected
