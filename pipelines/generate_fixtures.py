@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,14 +34,24 @@ from pipelines.queries import (
     RateSpec,
     build_session,
     file_source_dedup_query,
+    rate_dedup_noop_query,
     stop_between_batches,
     stream_stream_join_query,
     windowed_agg_file_sink_query,
     windowed_agg_foreach_batch_query,
+    windowed_agg_noop_query,
 )
 from pipelines.spark_report import read_spark_report
 
-QUERY_NAMES = ("windowed_agg_file_sink", "file_source_dedup", "stream_stream_join", "killed_mid_batch")
+QUERY_NAMES = (
+    "windowed_agg_file_sink",
+    "file_source_dedup",
+    "stream_stream_join",
+    "killed_mid_batch",
+    "hdfs_zstd_row_checksum",
+    "rocksdb_changelog_agg",
+    "rocksdb_checkpoint_v2_dedup",
+)
 
 GENERATOR_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -53,6 +64,26 @@ GENERATOR_CONF = {
     "spark.sql.streaming.fileSource.log.compactInterval": "3",
     "spark.sql.streaming.fileSink.log.cleanupDelay": "0",
     "spark.sql.streaming.fileSource.log.cleanupDelay": "0",
+}
+
+ROCKSDB_CHANGELOG_CONF = {
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+
+# SQL confs of single queries, set in the session only while the query starts: a streaming query
+# runs on a clone of the session taken at start (StreamExecution.sparkSessionForStream).
+QUERY_CONF = {
+    "hdfs_zstd_row_checksum": {
+        "spark.sql.streaming.stateStore.compression.codec": "zstd",
+        "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
+    },
+    "rocksdb_changelog_agg": ROCKSDB_CHANGELOG_CONF,
+    "rocksdb_checkpoint_v2_dedup": {
+        **ROCKSDB_CHANGELOG_CONF,
+        "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+    },
 }
 
 RATE = RateSpec(rows_per_batch=10, start_ms=FIXTURE_START_MS, advance_ms=2000)
@@ -113,6 +144,31 @@ def run_windowed_agg_file_sink(spark, base: Path) -> QueryRun:
 
 def run_stream_stream_join(spark, base: Path) -> QueryRun:
     return run_rate_query(stream_stream_join_query(spark, base, JOIN_LEFT, JOIN_RIGHT))
+
+
+def run_windowed_agg_noop(spark, base: Path) -> QueryRun:
+    """The windowed aggregation without a sink: for the state store settings of QUERY_CONF."""
+    return run_rate_query(windowed_agg_noop_query(spark, base, base.name, RATE))
+
+
+def run_rate_dedup_noop(spark, base: Path) -> QueryRun:
+    return run_rate_query(rate_dedup_noop_query(spark, base, base.name, RATE))
+
+
+@contextmanager
+def session_conf(spark, conf: dict[str, str]):
+    """Set the SQL confs `conf` in `spark` for the duration of the block, then restore them."""
+    previous = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 # --- file source: the generator writes one input file, then processes all available ------------
@@ -263,6 +319,9 @@ IN_PROCESS_RUNNERS = {
     "windowed_agg_file_sink": run_windowed_agg_file_sink,
     "file_source_dedup": run_file_source_dedup,
     "stream_stream_join": run_stream_stream_join,
+    "hdfs_zstd_row_checksum": run_windowed_agg_noop,
+    "rocksdb_changelog_agg": run_windowed_agg_noop,
+    "rocksdb_checkpoint_v2_dedup": run_rate_dedup_noop,
 }
 
 
@@ -289,7 +348,8 @@ def generate(out_dir: Path, names: list[str]) -> None:
 def _run_until_clean_stop(spark, name: str, base: Path) -> QueryRun:
     for attempt in range(1, STOP_ATTEMPTS + 1):
         base.mkdir(parents=True)
-        run = IN_PROCESS_RUNNERS[name](spark, base)
+        with session_conf(spark, QUERY_CONF.get(name, {})):
+            run = IN_PROCESS_RUNNERS[name](spark, base)
         try:
             check_last_batch_committed(read_spark_report(spark, str(base / "checkpoint")), name)
             return run

@@ -184,6 +184,26 @@ def json_file_sink(frame: DataFrame, base: Path, name: str, **options: str) -> D
     return writer
 
 
+def noop_sink(frame: DataFrame, base: Path, name: str) -> DataStreamWriter:
+    """Discard `frame`'s rows (append mode), checkpointed in `<base>/checkpoint`: only state matters."""
+    return (
+        frame.writeStream.queryName(name)
+        .format("noop")
+        .outputMode("append")
+        .option("checkpointLocation", str(base / "checkpoint"))
+    )
+
+
+def windowed_agg_noop_query(spark: SparkSession, base: Path, name: str, spec: RateSpec) -> DataStreamWriter:
+    """rate-micro-batch -> watermark -> groupBy(window, key).count() -> noop sink, named `name`."""
+    return noop_sink(windowed_counts(rate_events(spark, spec)), base, name)
+
+
+def rate_dedup_noop_query(spark: SparkSession, base: Path, name: str, spec: RateSpec) -> DataStreamWriter:
+    """rate-micro-batch (ids repeat every 7 rows) -> watermark -> dropDuplicates -> noop sink."""
+    return noop_sink(deduplicated(rate_dedup_events(spark, spec)), base, name)
+
+
 def windowed_agg_file_sink_query(
     spark: SparkSession, base: Path, spec: RateSpec, **sink_options: str
 ) -> DataStreamWriter:
@@ -198,14 +218,18 @@ def file_source_dedup_query(spark: SparkSession, base: Path, **sink_options: str
     return json_file_sink(rows, base, "file_source_dedup", **sink_options)
 
 
-def rate_dedup_query(spark: SparkSession, base: Path, spec: RateSpec, **sink_options: str) -> DataStreamWriter:
-    """rate-micro-batch (ids repeat every 7 rows) -> watermark -> dropDuplicates -> JSON file sink."""
-    events = rate_events(spark, spec).select(
+def rate_dedup_events(spark: SparkSession, spec: RateSpec) -> DataFrame:
+    """rate-micro-batch rows as `id` (repeating every 7 rows), `event_time` (whole seconds), `value`."""
+    return rate_events(spark, spec).select(
         F.concat(F.lit("e"), (F.col("value") % 7).cast("string")).alias("id"),
         F.date_trunc("second", F.col("timestamp")).alias("event_time"),
         F.col("value").cast("int").alias("value"),
     )
-    return json_file_sink(deduplicated(events), base, "rate_dedup", **sink_options)
+
+
+def rate_dedup_query(spark: SparkSession, base: Path, spec: RateSpec, **sink_options: str) -> DataStreamWriter:
+    """rate-micro-batch (ids repeat every 7 rows) -> watermark -> dropDuplicates -> JSON file sink."""
+    return json_file_sink(deduplicated(rate_dedup_events(spark, spec)), base, "rate_dedup", **sink_options)
 
 
 def stream_stream_join_query(

@@ -20,7 +20,7 @@ import pytest
 from expected_summaries import expected_summary
 from fixture_paths import OUR_FIXTURES, REPO_DIR, SPARK_TEST_RESOURCES, shared_fixture_checkpoints
 
-from pipelines.generate_fixtures import KILL_BATCH_ID, QUERY_NAMES
+from pipelines.generate_fixtures import KILL_BATCH_ID, QUERY_CONF, QUERY_NAMES
 from pipelines.spark_report import read_spark_report
 
 pytestmark = pytest.mark.spark
@@ -29,6 +29,16 @@ GENERATOR_TIMEOUT_SECONDS = 1200
 FILE_SINK_QUERIES = ("windowed_agg_file_sink", "file_source_dedup", "stream_stream_join")
 FILE_SOURCE_QUERIES = ("file_source_dedup",)
 KILLED = "killed_mid_batch"
+HDFS_QUERIES = tuple(name for name in QUERY_NAMES if not name.startswith("rocksdb_"))
+ROCKSDB_QUERIES = ("rocksdb_changelog_agg", "rocksdb_checkpoint_v2_dedup")
+CHECKPOINT_V2 = "rocksdb_checkpoint_v2_dedup"
+# Defaults of the confs that QUERY_CONF changes for single queries (SQLConf, Spark 4.3).
+SESSION_DEFAULTS = {
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "spark.sql.streaming.stateStore.compression.codec": "lz4",
+    "spark.sql.streaming.stateStore.rowChecksum.enabled": "false",
+}
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
 
 
@@ -54,10 +64,14 @@ def tree(request) -> Path:
 
 # --- helpers: file names as Spark writes them --------------------------------------------------
 
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _KIND_PATTERNS = (
     (re.compile(r"^\.(.+)\.crc$"), lambda m: f".{_file_kind(m.group(1))}.crc"),  # Hadoop checksum
+    (re.compile(r"^(.+)\.crc$"), lambda m: f"{_file_kind(m.group(1))}.crc"),  # Spark 4.1+ checksum sidecar
     (re.compile(r"^\d+$"), lambda m: "<N>"),
-    (re.compile(r"^\d+\.(compact|delta|snapshot)$"), lambda m: f"<N>.{m.group(1)}"),
+    (re.compile(r"^\d+\.(compact|delta|snapshot|zip|changelog)$"), lambda m: f"<N>.{m.group(1)}"),
+    (re.compile(rf"^\d+_{_UUID}\.(zip|changelog)$"), lambda m: f"<N>_<uuid>.{m.group(1)}"),  # checkpoint v2
+    (re.compile(rf"^\d+-{_UUID}\.(sst|log)$"), lambda m: f"<n>-<uuid>.{m.group(1)}"),  # RocksDB SSTs/, logs/
     (re.compile(r"^part-\d+-[0-9a-f-]{36}-c\d+(\..+)$"), lambda m: f"part-*{m.group(1)}"),
 )
 
@@ -90,9 +104,19 @@ def batch_ids(log_dir: Path, suffix: str = "") -> list[int]:
     return sorted(int(m.group(1)) for p in log_dir.iterdir() if (m := pattern.match(p.name)))
 
 
+_STATE_VERSION_FILE = re.compile(rf"^\d+(_{_UUID})?\.(delta|snapshot|zip|changelog)$")
+
+
 def state_store_dirs(checkpoint: Path) -> list[Path]:
     """Every directory holding the files of one state store (one per operator, partition, store)."""
-    return sorted({path.parent for path in (checkpoint / "state").rglob("*.delta")})
+    return sorted({
+        path.parent for path in (checkpoint / "state").rglob("*") if _STATE_VERSION_FILE.match(path.name)
+    })
+
+
+def state_files(store: Path, kind: str) -> list[str]:
+    """Names of the `<N>.<kind>` / `<N>_<uuid>.<kind>` files of one state store directory."""
+    return sorted(p.name for p in store.iterdir() if _STATE_VERSION_FILE.match(p.name) and p.suffix == f".{kind}")
 
 
 def load_report(tree: Path, name: str) -> dict:
@@ -107,7 +131,8 @@ def _iso_ms(text: str) -> int:
 
 
 def test_regeneration_writes_the_committed_queries(regenerated):
-    committed = sorted(path.name for path in OUR_FIXTURES.iterdir() if path.is_dir())
+    # tests/fixtures also holds fixtures of other generators (event_logs/): a query has a report.
+    committed = sorted(path.parent.name for path in OUR_FIXTURES.glob("*/spark-report.json"))
     fresh = sorted(path.name for path in regenerated.iterdir() if path.is_dir())
     assert committed == fresh == sorted(QUERY_NAMES)
 
@@ -125,11 +150,60 @@ def test_regeneration_leaves_no_spark_byproducts(regenerated, name):
     assert sorted(p.name for p in fresh) == sorted(p.name for p in committed)
 
 
-@pytest.mark.parametrize("name", QUERY_NAMES)
-def test_every_state_store_has_deltas_and_a_snapshot(tree, name):
+@pytest.mark.parametrize("name", HDFS_QUERIES)
+def test_every_hdfs_state_store_has_deltas_and_a_snapshot(tree, name):
     stores = state_store_dirs(tree / name / "checkpoint")
     assert stores, "no state store files"
-    assert [store for store in stores if not list(store.glob("*.snapshot"))] == []
+    assert [store for store in stores if not (state_files(store, "delta") and state_files(store, "snapshot"))] == []
+
+
+@pytest.mark.parametrize("name", ROCKSDB_QUERIES)
+def test_every_rocksdb_state_store_has_changelogs_zips_and_sst_files(tree, name):
+    stores = state_store_dirs(tree / name / "checkpoint")
+    assert len(stores) == 2
+    for store in stores:
+        assert len(state_files(store, "zip")) >= 2, store
+        assert len(state_files(store, "changelog")) >= 2, store
+        assert list((store / "SSTs").glob("*.sst")), store
+
+
+@pytest.mark.parametrize("name", ROCKSDB_QUERIES + ("hdfs_zstd_row_checksum",))
+def test_state_cleanup_removed_the_first_versions(tree, name):
+    # minBatchesToRetain=3 over 12 batches: maintenance deleted the files of versions 1..5.
+    for store in state_store_dirs(tree / name / "checkpoint"):
+        versions = [int(re.match(r"\d+", file.name).group()) for file in store.iterdir() if _STATE_VERSION_FILE.match(file.name)]
+        assert min(versions) > 5, store
+
+
+def test_checkpoint_v2_state_files_carry_the_unique_ids_of_the_commit_log(tree):
+    checkpoint = tree / CHECKPOINT_V2 / "checkpoint"
+    stores = state_store_dirs(checkpoint)
+    changelogs = {store.name: state_files(store, "changelog") for store in stores}
+    for batch_id in batch_ids(checkpoint / "commits"):
+        lines = (checkpoint / "commits" / str(batch_id)).read_text().splitlines()
+        assert lines[0] == "v2"
+        unique_ids = json.loads(lines[1])["stateUniqueIds"]["0"]
+        assert len(unique_ids) == len(stores) == 2
+        for partition, ids in enumerate(unique_ids):
+            assert f"{batch_id + 1}_{ids[0]}.changelog" in changelogs[str(partition)]
+
+
+@pytest.mark.parametrize("name", ROCKSDB_QUERIES)
+def test_rocksdb_commit_version_and_state_file_names_follow_the_checkpoint_format(tree, name):
+    checkpoint = tree / name / "checkpoint"
+    commit_versions = {(checkpoint / "commits" / str(b)).read_text().split("\n")[0] for b in batch_ids(checkpoint / "commits")}
+    has_ids = any("_" in file for store in state_store_dirs(checkpoint) for file in state_files(store, "changelog"))
+    assert (commit_versions, has_ids) == (({"v2"}, True) if name == CHECKPOINT_V2 else ({"v1"}, False))
+
+
+@pytest.mark.parametrize("name", QUERY_NAMES)
+def test_offset_log_records_the_state_store_conf_of_the_query(tree, name):
+    # Per-query confs are set only while the query runs: the next query sees the defaults again.
+    # Spark 4.3 does not record changelogCheckpointing nor checkpointFormatVersion in the offsets
+    # conf (OffsetSeqMetadata.relevantSQLConfs); format 2 shows as commit log v2 instead.
+    expected = {**SESSION_DEFAULTS, **QUERY_CONF.get(name, {})}
+    for entry in load_report(tree, name)["offset_log"]:
+        assert {key: entry["conf"][key] for key in SESSION_DEFAULTS} == {key: expected[key] for key in SESSION_DEFAULTS}
 
 
 def test_stream_stream_join_has_the_four_named_stores_per_partition(tree):
