@@ -62,3 +62,15 @@ class MissingFileError(StorageError):
 
 class PathNotAllowedError(CheckpointError):
     """A URL outside the configured checkpoint roots, or with a scheme that is not allowed."""
+
+
+class UnsupportedCodecError(CheckpointError):
+    """State files compressed with a codec ckptweb cannot read (snappy, lzf, a custom class)."""
+
+    def __init__(self, path: str, *, codec: str) -> None:
+        super().__init__(
+            path,
+            f"compression codec {codec!r} (spark.sql.streaming.stateStore.compression.codec) "
+            "is not supported by ckptweb; supported: lz4, zstd",
+        )
+        self.codec = codec

@@ -1,0 +1,180 @@
+"""Rows and bytes of an HDFS-backed state store at a version, without a JVM.
+
+Spark loads version V as the latest snapshot at or below V plus every later delta up to V
+(HDFSBackedStateStoreProvider.loadMap; the files come from stateinventory.files_for_version).
+Here the files are read one at a time and only sizes are kept where possible:
+
+1. the deltas, oldest first, fill ``changes``: key -> the value's size, or REMOVED;
+2. the snapshot comes last: a record whose key is in ``changes`` is overridden by a later
+   delta, every other record counts as it is. With no later delta, the snapshot is counted
+   without materialising a single key.
+
+So memory holds the keys touched since the snapshot, never the snapshot's keys. Counting walks
+the records with one ``struct.unpack_from`` per size field and no per-record objects; any
+irregularity (a negative size, a record running past the end) sends the file through
+``statefiles.iter_state_records``, which raises the precise error.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import compress
+
+from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
+from .statefiles import CHECKSUM_PREFIX_BYTES, END_OF_FILE, SIZE, iter_state_records
+from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
+from .storage import CheckpointStorage
+
+REMOVED = -1
+_ALIGN = ~7
+
+
+@dataclass(frozen=True, slots=True)
+class StateSize:
+    """Rows of a state store version and the UnsafeRow bytes of their keys and values.
+
+    Value bytes are what Spark's UnsafeRow points to: without the row checksum, and floored to
+    a multiple of 8 as the reader does.
+    """
+
+    rows: int
+    key_bytes: int
+    value_bytes: int
+
+    def __add__(self, other: StateSize) -> StateSize:
+        return StateSize(self.rows + other.rows, self.key_bytes + other.key_bytes, self.value_bytes + other.value_bytes)
+
+
+def read_state_size(
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    *,
+    codec: str | None = "lz4",
+    row_checksum: bool = False,
+    max_bytes: int = MAX_STATE_FILE_BYTES,
+) -> StateSize:
+    """Return the size of ``store``'s state at ``version`` (0: the empty state before batch 0).
+
+    Raises MissingFileError when a needed file is missing, and the errors of the codec and
+    record readers for damaged files.
+    """
+    if version == 0:
+        return StateSize(0, 0, 0)
+    state_files, _ = parse_hdfs_state_files(store.files)
+    chain = files_for_version(state_files, version, source=store.path)
+
+    def load(state_file: HdfsStateFile) -> tuple[str, bytes]:
+        source = f"{store.path}/{state_file.name}"
+        data = storage.read_bytes(source, max_bytes=max_bytes)
+        return source, decompress_state_file(data, source=source, codec=codec, max_bytes=max_bytes)
+
+    return measure_state(chain, load, row_checksum=row_checksum)
+
+
+def measure_state(
+    chain: Sequence[HdfsStateFile],
+    load: Callable[[HdfsStateFile], tuple[str, bytes]],
+    *,
+    row_checksum: bool = False,
+) -> StateSize:
+    """Replay the ``chain`` (snapshot first, as files_for_version gives it) and size the result.
+
+    ``load`` returns a file's source name and decompressed content; it is called once per file,
+    deltas first and the snapshot last, so one file's content is in memory at a time.
+    """
+    has_snapshot = bool(chain) and chain[0].is_snapshot
+    deltas = chain[1:] if has_snapshot else chain
+    changes: dict[bytes, int] = {}
+    for delta in deltas:
+        source, raw = load(delta)
+        apply_delta(raw, source, changes, row_checksum=row_checksum, keep_removals=has_snapshot)
+    total = live_size(changes)
+    if has_snapshot:
+        source, raw = load(chain[0])
+        total = total + count_snapshot(raw, source, changes, row_checksum=row_checksum)
+    return total
+
+
+def live_size(changes: dict[bytes, int]) -> StateSize:
+    """Size the keys of ``changes`` that are not REMOVED (C-level loops: no per-key bytecode)."""
+    is_live = [size >= 0 for size in changes.values()]
+    live_value_sizes = list(compress(changes.values(), is_live))
+    key_bytes = sum(map(len, compress(changes, is_live)))
+    return StateSize(len(live_value_sizes), key_bytes, sum(live_value_sizes))
+
+
+def apply_delta(
+    raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False, keep_removals: bool = True
+) -> None:
+    """Record every put (key -> floored value size) and removal of a delta in ``changes``.
+
+    ``keep_removals=False`` (no snapshot underneath) forgets removed keys instead of keeping
+    them as REMOVED.
+    """
+    unpack = SIZE.unpack_from
+    skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
+    pos = key_size = 0
+    try:
+        while True:
+            (key_size,) = unpack(raw, pos)
+            if key_size < 0:
+                break
+            key_at, pos = pos + 4, pos + 4 + key_size
+            (value_size,) = unpack(raw, pos)
+            pos += 4
+            if value_size >= skip:
+                changes[raw[key_at:key_at + key_size]] = (value_size - skip) & _ALIGN
+                pos += value_size
+            elif value_size < 0 and key_size >= skip:
+                key = raw[key_at + skip:key_at + key_size]
+                if keep_removals:
+                    changes[key] = REMOVED
+                else:
+                    changes.pop(key, None)
+            else:
+                break
+    except struct.error:
+        pass
+    _check_walk_ended(raw, source, pos, key_size, row_checksum, removals_allowed=True)
+
+
+def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
+    """Size the records of a snapshot whose keys are not in ``changes``."""
+    unpack = SIZE.unpack_from
+    skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
+    rows = key_bytes = value_bytes = 0
+    pos = key_size = 0
+    try:
+        while True:
+            (key_size,) = unpack(raw, pos)
+            if key_size < 0:
+                break
+            key_at, pos = pos + 4, pos + 4 + key_size
+            (value_size,) = unpack(raw, pos)
+            if value_size < skip:
+                break
+            pos += 4 + value_size
+            if changes and raw[key_at:key_at + key_size] in changes:
+                continue
+            rows += 1
+            key_bytes += key_size
+            value_bytes += (value_size - skip) & _ALIGN
+    except struct.error:
+        pass
+    _check_walk_ended(raw, source, pos, key_size, row_checksum, removals_allowed=False)
+    return StateSize(rows, key_bytes, value_bytes)
+
+
+def _check_walk_ended(raw: bytes, source: str, pos: int, key_size: int, row_checksum: bool, removals_allowed: bool) -> None:
+    """Accept a walk that stopped at the end marker; else let the precise reader raise.
+
+    The fast walks only stop early: a record running past the end makes the next unpack fail.
+    """
+    if pos + 4 <= len(raw) and key_size == END_OF_FILE and SIZE.unpack_from(raw, pos)[0] == END_OF_FILE:
+        return
+    for _ in iter_state_records(raw, source=source, row_checksum=row_checksum, removals_allowed=removals_allowed):
+        pass
+    raise AssertionError(f"{source}: the fast walk stopped at byte {pos} of a file the record reader accepts")
