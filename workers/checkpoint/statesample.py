@@ -1,0 +1,89 @@
+"""A sample of the decoded rows of one state store at one version (HDFS-backed stores).
+
+Loading version V is HDFSBackedStateStoreProvider.loadMap: start from the latest snapshot at or
+below V (or from an empty map), then replay every delta after it up to V, where a put replaces
+the key's value and a removal drops the key. Keys are compared as bytes, as UnsafeRow.equals
+does. The rows then go through the UnsafeRow decoder with the store's key and value schemas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import CheckpointError
+from .sparktypes import StructType
+from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
+from .statefiles import iter_state_records
+from .stateinventory import StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
+from .unsaferow import decode_unsafe_row
+
+if TYPE_CHECKING:
+    # Annotations only: the sampler needs just the methods of CheckpointStorage.
+    from .storage import CheckpointStorage
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedStateRow:
+    """One key and its value, decoded (``{field name: value}``, see decode_unsafe_row)."""
+
+    key: dict[str, Any]
+    value: dict[str, Any]
+
+
+def sample_state_rows(
+    storage: CheckpointStorage,
+    store_dir: StateStoreDir,
+    version: int,
+    *,
+    limit: int,
+    key_schema: StructType,
+    value_schema: StructType,
+    codec: str | None,
+    row_checksum: bool,
+) -> list[DecodedStateRow]:
+    """Decode up to ``limit`` rows of ``store_dir`` at state ``version``.
+
+    Rows come in the order the files hold them (snapshot first, then deltas). ``codec`` and
+    ``row_checksum`` are the query's, from the offset log's conf. Raises MissingFileError when a
+    file the version needs is gone, CheckpointError for a RocksDB store, and CorruptFileError
+    (from the file, or from a row: then the byte offset counts from the row's start).
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    rows = load_state_rows(storage, store_dir, version, codec=codec, row_checksum=row_checksum)
+    sample = []
+    for key, (value, source) in rows.items():
+        if len(sample) == limit:
+            break
+        sample.append(
+            DecodedStateRow(
+                key=decode_unsafe_row(key, key_schema, source=source, what="key row"),
+                value=decode_unsafe_row(value, value_schema, source=source, what="value row"),
+            )
+        )
+    return sample
+
+
+def load_state_rows(
+    storage: CheckpointStorage, store_dir: StateStoreDir, version: int, *, codec: str | None, row_checksum: bool
+) -> dict[bytes, tuple[bytes, str]]:
+    """Rebuild the store's map at ``version``: key bytes -> (value bytes, path of the file that put it)."""
+    if detect_provider(store_dir.files) == "rocksdb":
+        raise CheckpointError(store_dir.path, "sampling RocksDB state stores is not supported")
+    state_files, _ = parse_hdfs_state_files(store_dir.files)
+    rows: dict[bytes, tuple[bytes, str]] = {}
+    for state_file in files_for_version(state_files, version, source=store_dir.path):
+        path = f"{store_dir.path}/{state_file.name}"
+        raw = decompress_state_file(
+            storage.read_bytes(path, max_bytes=MAX_STATE_FILE_BYTES), source=path, codec=codec
+        )
+        records = iter_state_records(
+            raw, source=path, row_checksum=row_checksum, removals_allowed=not state_file.is_snapshot
+        )
+        for record in records:
+            if record.value is None:
+                rows.pop(record.key, None)
+            else:
+                rows[record.key] = (record.value, path)
+    return rows
