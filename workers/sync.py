@@ -68,7 +68,7 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         sink = sink_log_storage(checkpoint)
         inspection = None
         if inspection_due(checkpoint, run.started_at):
-            inspection = read_inspection(storage, sink, _latest_offsets(checkpoint, findings))
+            inspection = read_inspection(storage, sink)
         _store_findings(checkpoint, run, [storage, sink], findings, inspection)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
@@ -93,13 +93,6 @@ def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings
     to_commit = commit_ids & (set(findings.new_offsets) | _uncommitted_batch_ids(checkpoint, commit_ids))
     for batch_id in sorted(to_commit):
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
-
-
-def _latest_offsets(checkpoint: Checkpoint, findings: SyncFindings) -> list[str | None]:
-    """The newest batch's source offsets: just read, or from the newest row."""
-    if findings.new_offsets:
-        return list(findings.new_offsets[max(findings.new_offsets)].offsets)
-    return checkpoint.batches.order_by("-batch_id").values_list("sources", flat=True).first() or []
 
 
 def _collect(into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -67,3 +68,48 @@ def test_timeline_marks_the_sink_compaction_batches(viewer_client, synced_dedup)
     [compactions] = [trace for trace in figure["data"] if trace["name"] == "sink log compaction"]
     # Batches 12..15 are in the offset log; with interval 3, batch 14 is the compaction (14.compact on disk).
     assert compactions["y"] == [14]
+
+
+def test_list_and_query_pages_show_an_integrity_error_with_its_file(viewer_client, copy_checkpoint):
+    base = copy_checkpoint(DEDUP)
+    latest = max(int(p.name) for p in (base / "checkpoint" / "offsets").iterdir() if p.name.isdigit())
+    (base / "checkpoint" / "offsets" / str(latest)).write_bytes(b"")  # what a crash mid-write leaves
+    checkpoint = make_checkpoint(name="damaged", url=str(base / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+
+    listing = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
+    row = listing[listing.index("damaged"):]
+    assert '<td class="findings"><span class="badge error" title="errors: a restart would fail">1</span>' in row
+
+    page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
+    findings = page[page.index('id="findings"'):page.index("</table>", page.index('id="findings"'))]
+    assert f"offsets/{latest}" in findings and "log-file-empty" in findings
+
+
+def test_a_healthy_checkpoint_says_so(viewer_client, synced_dedup):
+    page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
+    assert 'id="findings-none"' in page and "No findings at the last check" in page
+    listing = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
+    assert '<td class="findings">ok</td>' in listing
+
+
+def test_inventory_rows_count_the_files_on_disk(viewer_client, synced_dedup):
+    from dashboards.models import DirectoryInventory
+
+    rows = {row.path: row for row in DirectoryInventory.objects.latest_for(synced_dedup)}
+    checkpoint_dir = synced_dedup.url.removeprefix("file://")
+    for name in ("offsets", "commits"):
+        on_disk = list((Path(checkpoint_dir) / name).iterdir())  # Hadoop's .N.crc files included
+        assert (rows[name].files, rows[name].size_bytes) == (len(on_disk), sum(p.stat().st_size for p in on_disk))
+    page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
+    assert 'id="inventory"' in page and 'id="inventory-growth"' in page
+
+
+def test_inventory_growth_chart_has_a_point_per_pass(viewer_client, synced_dedup, settings):
+    from datetime import timedelta
+
+    later = synced_dedup.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+    sync_checkpoint(synced_dedup.pk, now=later)
+    figure = json.loads(viewer_client.get(reverse("dashboards:inventory-growth-chart", args=[synced_dedup.pk])).content)
+    offsets = next(trace for trace in figure["data"] if trace["name"] == "offsets")
+    assert len(offsets["x"]) == 2

@@ -109,3 +109,11 @@ def _inspect_args(*args) -> dict:
     out = StringIO()
     call_command("inspect_checkpoint", *map(str, args), "--json", stdout=out)
     return json.loads(out.getvalue())
+
+
+def test_integrity_findings_are_returned_with_severity_file_and_restart_impact():
+    findings = inspect(INCONSISTENT)["findings"]
+    gap = next(finding for finding in findings if finding["code"] == "offsets-gap")
+    assert (gap["severity"], gap["path"]) == ("error", "offsets/3")
+    assert gap["restart_impact"]
+    assert set(gap) == {"severity", "code", "path", "message", "restart_impact"}

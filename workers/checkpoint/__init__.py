@@ -14,6 +14,7 @@ from .errors import (
     PathNotAllowedError,
     StorageError,
     TruncatedFileError,
+    UnsupportedCodecError,
     UnsupportedVersionError,
 )
 from .compactible import (
@@ -62,6 +63,62 @@ from .storage import (
     check_allowed,
 )
 from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
+# State stores (HDFSBackedStateStoreProvider files, schemas, UnsafeRow)
+from .lz4block import DEFAULT_BLOCK_SIZE, compress_lz4_block_stream, decompress_lz4_block_stream, iter_lz4_blocks
+from .statecodec import DEFAULT_CODEC, MAX_STATE_FILE_BYTES, decompress_state_file, normalize_codec_name
+from .statefiles import StateRecord, iter_state_records, parse_state_file
+from .stateinventory import (
+    DEFAULT_STORE_NAME,
+    HdfsStateFile,
+    HdfsStoreSummary,
+    StateFileInfo,
+    StateStoreDir,
+    detect_provider,
+    files_for_version,
+    list_state_store_dirs,
+    parse_hdfs_state_files,
+    summarize_hdfs_store,
+)
+from .staterows import StateSize, measure_state, read_state_size
+from .sparktypes import (
+    ArrayType,
+    AtomicType,
+    DataType,
+    DecimalType,
+    MapType,
+    StructField,
+    StructType,
+    UserDefinedType,
+    parse_struct_type,
+    simple_string,
+)
+from .stateschema import (
+    OPERATOR_METADATA_MAX_VERSION,
+    STATE_SCHEMA_MAX_VERSION,
+    OperatorInfo,
+    OperatorStateMetadata,
+    StateSchemaFile,
+    StateStoreColFamilySchema,
+    StateStoreMetadata,
+    StoreSchema,
+    find_operator_state_metadata,
+    find_store_schema,
+    parse_operator_state_metadata,
+    parse_state_schema_file,
+)
+from .unsaferow import decode_unsafe_row
+from .statesample import DecodedStateRow, load_state_rows, sample_state_rows
+# Inventory and integrity
+from .inventory import (
+    LIST_PAGE_KEYS,
+    SMALL_FILE_BYTES,
+    DirectoryInventory,
+    TreeListing,
+    build_inventory,
+    list_tree,
+    take_inventory,
+)
+from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
 
 __all__ = [
     # errors
@@ -73,6 +130,7 @@ __all__ = [
     "StorageError",
     "TruncatedFileError",
     "UnsupportedVersionError",
+    "UnsupportedCodecError",
     # storage
     "MAX_LOG_FILE_BYTES",
     "CheckpointStorage",
@@ -125,4 +183,68 @@ __all__ = [
     "BatchSummary",
     "CheckpointSummary",
     "FileIssue",
+    # state stores
+    "DEFAULT_BLOCK_SIZE",
+    "compress_lz4_block_stream",
+    "decompress_lz4_block_stream",
+    "iter_lz4_blocks",
+    "DEFAULT_CODEC",
+    "MAX_STATE_FILE_BYTES",
+    "decompress_state_file",
+    "normalize_codec_name",
+    "StateRecord",
+    "iter_state_records",
+    "parse_state_file",
+    "DEFAULT_STORE_NAME",
+    "HdfsStateFile",
+    "HdfsStoreSummary",
+    "StateFileInfo",
+    "StateStoreDir",
+    "detect_provider",
+    "files_for_version",
+    "list_state_store_dirs",
+    "parse_hdfs_state_files",
+    "summarize_hdfs_store",
+    "StateSize",
+    "measure_state",
+    "read_state_size",
+    "ArrayType",
+    "AtomicType",
+    "DataType",
+    "DecimalType",
+    "MapType",
+    "StructField",
+    "StructType",
+    "UserDefinedType",
+    "parse_struct_type",
+    "simple_string",
+    "OPERATOR_METADATA_MAX_VERSION",
+    "STATE_SCHEMA_MAX_VERSION",
+    "OperatorInfo",
+    "OperatorStateMetadata",
+    "StateSchemaFile",
+    "StateStoreColFamilySchema",
+    "StateStoreMetadata",
+    "StoreSchema",
+    "find_operator_state_metadata",
+    "find_store_schema",
+    "parse_operator_state_metadata",
+    "parse_state_schema_file",
+    "decode_unsafe_row",
+    "DecodedStateRow",
+    "load_state_rows",
+    "sample_state_rows",
+    # inventory and integrity
+    "LIST_PAGE_KEYS",
+    "SMALL_FILE_BYTES",
+    "DirectoryInventory",
+    "TreeListing",
+    "build_inventory",
+    "list_tree",
+    "take_inventory",
+    "CheckpointFacts",
+    "Finding",
+    "check_checkpoint",
+    "gather_facts",
+    "run_checks",
 ]

@@ -5,10 +5,12 @@ Any local path or fsspec URL is accepted here (the shell user already has storag
 configured roots only restrict what the web UI registers.
 """
 import json
+from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError
 
 from workers.checkpoint import CheckpointError, CheckpointStorage, summarize_checkpoint
+from workers.checkpoint.integrity import check_checkpoint
 
 
 class Command(BaseCommand):
@@ -27,8 +29,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, url: str, json: bool = False, sink_log: str | None = None, **options) -> None:
         try:
+            storage = CheckpointStorage(url)
             sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
-            summary = summarize_checkpoint(CheckpointStorage(url), sink_log=sink_storage).as_json()
+            summary = summarize_checkpoint(storage, sink_log=sink_storage).as_json()
+            summary["findings"] = [asdict(finding) for finding in check_checkpoint(storage, sink_log=sink_storage)]
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
         if json:
@@ -50,6 +54,10 @@ def _text(summary: dict) -> str:
         f"uncommitted: {', '.join(map(str, summary['uncommitted'])) or 'none'}",
     ]
     lines += [_log_line(log) for log in summary["metadata_logs"]]
+    lines += [
+        f"{finding['severity']}:".ljust(13) + f"{finding['path']}: {finding['message']} [{finding['code']}]"
+        for finding in summary["findings"]
+    ]
     lines += [f"error:       {error['path']}: {error['error']}" for error in summary["errors"]]
     return "\n".join(lines)
 
