@@ -117,3 +117,38 @@ def test_integrity_findings_are_returned_with_severity_file_and_restart_impact()
     assert (gap["severity"], gap["path"]) == ("error", "offsets/3")
     assert gap["restart_impact"]
     assert set(gap) == {"severity", "code", "path", "message", "restart_impact"}
+
+
+def _rows_spark_reported(report: dict) -> list[int]:
+    """numRowsTotal per stateful operator in the progress of the newest committed batch."""
+    committed = max(entry["batch_id"] for entry in report["commit_log"])
+    progress = next(p for p in report["progress"] if p["batchId"] == committed)
+    return [operator["numRowsTotal"] for operator in progress["stateOperators"]]
+
+
+# One store per operator, so Spark's per-operator numRowsTotal is that store's row count (a
+# stream-stream join reports one figure for its four stores).
+SINGLE_STORE_FIXTURES = [
+    path for path in our_fixture_checkpoints() if path.parent.name not in ("stream_stream_join", "rocksdb_checkpoint_v2_dedup")
+]
+
+
+@pytest.mark.parametrize("checkpoint", SINGLE_STORE_FIXTURES, ids=lambda p: p.parent.name)
+def test_state_rows_at_the_restart_version_equal_what_spark_reported(checkpoint: Path):
+    report = json.loads((checkpoint.parent / "spark-report.json").read_text())
+    state = inspect(checkpoint)["state"]
+    assert [store["rows"] for store in state] == _rows_spark_reported(report)
+    assert {store["provider"] for store in state} <= {"hdfs", "rocksdb"}
+
+
+def test_state_of_a_join_lists_each_of_its_four_stores():
+    state = inspect(OUR_FIXTURES / "stream_stream_join" / "checkpoint")["state"]
+    assert [store["store"] for store in state] == [
+        "left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue",
+    ]
+    assert all(store["partitions"] == 2 and store["bytes_on_disk"] > 0 for store in state)
+
+
+def test_rocksdb_format_2_rows_are_unknown_rather_than_guessed():
+    [store] = inspect(OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup" / "checkpoint")["state"]
+    assert (store["provider"], store["rows"]) == ("rocksdb", None)

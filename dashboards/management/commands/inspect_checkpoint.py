@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from workers.checkpoint import CheckpointError, CheckpointStorage, summarize_checkpoint
 from workers.checkpoint.integrity import check_checkpoint
+from workers.checkpoint.statesummary import read_checkpoint_state, summarize_stores
 
 
 class Command(BaseCommand):
@@ -32,6 +33,7 @@ class Command(BaseCommand):
             storage = CheckpointStorage(url)
             sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
             summary = summarize_checkpoint(storage, sink_log=sink_storage).as_json()
+            summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
             summary["findings"] = [asdict(finding) for finding in check_checkpoint(storage, sink_log=sink_storage)]
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
@@ -54,6 +56,7 @@ def _text(summary: dict) -> str:
         f"uncommitted: {', '.join(map(str, summary['uncommitted'])) or 'none'}",
     ]
     lines += [_log_line(log) for log in summary["metadata_logs"]]
+    lines += [_state_line(store) for store in summary["state"]]
     lines += [
         f"{finding['severity']}:".ljust(13) + f"{finding['path']}: {finding['message']} [{finding['code']}]"
         for finding in summary["findings"]
@@ -68,4 +71,14 @@ def _log_line(log: dict) -> str:
         f"{log['kind']} log:".ljust(13) + f"{log['path']}: latest batch {log['latest_batch']}, interval {log['compact_interval']}, "
         f"compactions {compactions}, {log['live_entries']} live entries, "
         f"latest compact file {log['latest_compact_bytes']} bytes"
+    )
+
+
+def _state_line(store: dict) -> str:
+    rows = "rows unknown" if store["rows"] is None else f"{store['rows']} rows"
+    chain = "?" if store["max_delta_chain"] is None else store["max_delta_chain"]
+    return (
+        "state:".ljust(13) + f"operator {store['operator']} store {store['store']} ({store['provider']}): "
+        f"{store['partitions']} partitions, version {store['latest_version']}, {rows}, "
+        f"{store['bytes_on_disk']} bytes, longest delta chain {chain}"
     )

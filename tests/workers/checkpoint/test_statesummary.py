@@ -1,0 +1,53 @@
+"""workers.checkpoint.statesummary on real fixtures: chains, restart version, limits, unknowns."""
+from __future__ import annotations
+
+import json
+
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
+
+from workers.checkpoint import CheckpointStorage
+from workers.checkpoint.statesummary import (
+    StatePartitionSummary,
+    read_checkpoint_state,
+    state_conf,
+    summarize_stores,
+)
+
+KILLED = OUR_FIXTURES / "killed_mid_batch" / "checkpoint"
+
+
+def test_rows_are_counted_at_the_version_a_restart_loads_not_the_newest_file():
+    # Batch 6 was killed after writing state version 7; a restart re-runs it from version 6.
+    partitions = read_checkpoint_state(CheckpointStorage(str(KILLED)))
+    assert {p.latest_version for p in partitions} == {7}
+    assert {p.rows_version for p in partitions} == {6}
+    report = json.loads((KILLED.parent / "spark-report.json").read_text())
+    batch_5 = next(p for p in report["progress"] if p["batchId"] == 5)
+    assert sum(p.rows for p in partitions) == batch_5["stateOperators"][0]["numRowsTotal"]
+
+
+def test_a_store_larger_than_the_read_limit_is_not_counted_and_says_why():
+    partitions = read_checkpoint_state(CheckpointStorage(str(KILLED)), max_read_bytes=10)
+    assert {p.rows for p in partitions} == {None}
+    assert all(p.note.startswith("not counted: version 6 needs") for p in partitions)
+
+
+def test_without_a_commit_log_nothing_is_counted():
+    partitions = read_checkpoint_state(CheckpointStorage(str(SPARK_TEST_RESOURCES / "checkpoint-version-2.1.0")))
+    assert partitions and {(p.rows, p.note) for p in partitions} == {(None, "no committed batch")}
+
+
+def test_a_store_total_is_unknown_when_one_partition_is():
+    known = StatePartitionSummary(0, 0, "default", "hdfs", "state/0/0", 3, None, 3, 100, 5, 3)
+    unknown = StatePartitionSummary(0, 1, "default", "hdfs", "state/0/1", 4, 2, 2, 50, None, None, "damaged")
+    [total] = summarize_stores([known, unknown])
+    assert (total.partitions, total.latest_version, total.rows, total.bytes_on_disk, total.max_delta_chain) == (2, 4, None, 150, 3)
+
+
+def test_the_pinned_conf_decides_codec_and_row_checksums():
+    assert state_conf({}) == state_conf({"spark.sql.streaming.stateStore.rowChecksum.enabled": "false"})
+    conf = state_conf({
+        "spark.sql.streaming.stateStore.compression.codec": "zstd",
+        "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
+    })
+    assert (conf.codec, conf.row_checksum) == ("zstd", True)

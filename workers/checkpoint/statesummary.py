@@ -1,0 +1,247 @@
+"""One overview of a checkpoint's state stores, whatever the provider.
+
+For every ``state/<op>/<partition>[/<store>]`` directory: the provider, the newest version, the
+last snapshot (an HDFS ``N.snapshot`` or a RocksDB ``N.zip``) and how many deltas or changelogs
+a load replays on top of it — the figure that says how slow a restart will be — the bytes on
+disk, and the rows at one version: the version a restart loads (latest committed batch + 1),
+which is also what Spark's ``statestore`` source reads by default.
+
+Rows are counted only where that is exact (HDFS: snapshot plus deltas replayed; RocksDB: a
+zip's ``numKeys`` or changelogs replayed from version 0) and only when the files to read stay
+under ``max_read_bytes``; otherwise ``rows`` is None and ``note`` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import CheckpointError
+from .layout import COMMITS_DIR, OFFSETS_DIR
+from .logdir import list_batch_ids, read_commit, read_offset_seq
+from .rocksdbstate import state_unique_ids_by_version, summarize_rocksdb_store
+from .stateinventory import (
+    DEFAULT_STORE_NAME,
+    StateStoreDir,
+    detect_provider,
+    files_for_version,
+    list_state_store_dirs,
+    parse_hdfs_state_files,
+    summarize_hdfs_store,
+)
+from .staterows import read_state_size
+
+if TYPE_CHECKING:
+    from .commits import CommitMetadata
+    from .storage import CheckpointStorage
+
+CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"
+ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+# Counting rows reads every file of a version's load chain: skip stores larger than this.
+DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StateConf:
+    """How a query's state files are written, from the SQL conf Spark pins in the offset log."""
+
+    codec: str | None
+    row_checksum: bool
+
+
+def state_conf(conf: Mapping[str, str]) -> StateConf:
+    """Absent keys take Spark's defaults: lz4, no row checksums."""
+    return StateConf(conf.get(CODEC_CONF), conf.get(ROW_CHECKSUM_CONF, "false").lower() == "true")
+
+
+@dataclass(frozen=True, slots=True)
+class StatePartitionSummary:
+    """One partition (and store) of one stateful operator."""
+
+    operator: int
+    partition: int
+    store: str
+    provider: str
+    path: str
+    latest_version: int | None
+    snapshot_version: int | None
+    delta_chain: int | None
+    bytes_on_disk: int
+    rows: int | None
+    rows_version: int | None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StateStoreSummary:
+    """One operator and store over all its partitions (``inspect_checkpoint --json``'s ``state``)."""
+
+    operator: int
+    store: str
+    provider: str
+    partitions: int
+    latest_version: int | None
+    rows: int | None
+    bytes_on_disk: int
+    max_delta_chain: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "operator": self.operator,
+            "store": self.store,
+            "provider": self.provider,
+            "partitions": self.partitions,
+            "latest_version": self.latest_version,
+            "rows": self.rows,
+            "bytes_on_disk": self.bytes_on_disk,
+            "max_delta_chain": self.max_delta_chain,
+        }
+
+
+def summarize_state(
+    storage: CheckpointStorage,
+    *,
+    version: int | None,
+    conf: StateConf,
+    commits: Mapping[int, CommitMetadata] | None = None,
+    max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+) -> list[StatePartitionSummary]:
+    """Summarize every state store directory; rows are counted at ``version`` (None: not counted).
+
+    ``commits`` (batch id -> commit) give the unique ids of RocksDB checkpoint format 2.
+    """
+    summaries = []
+    for store in list_state_store_dirs(storage):
+        provider = detect_provider(store.files)
+        if provider == "rocksdb":
+            summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}))
+        else:
+            summaries.append(_hdfs_partition(storage, store, provider, version, conf, max_read_bytes))
+    return summaries
+
+
+def read_checkpoint_state(storage: CheckpointStorage, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES) -> list[StatePartitionSummary]:
+    """Summarize the state of a checkpoint at the version a restart loads.
+
+    Reads the logs for what that needs: the newest offsets file (the pinned codec and row
+    checksum setting) and the commit files (the newest committed batch, and the unique ids of
+    RocksDB format 2). An unreadable log file only costs what it would have told.
+    """
+    offset_ids = list_batch_ids(storage, OFFSETS_DIR)
+    commits = {}
+    for batch_id in list_batch_ids(storage, COMMITS_DIR):
+        with contextlib.suppress(CheckpointError):
+            commits[batch_id] = read_commit(storage, batch_id)
+    version = max(commits) + 1 if commits else None
+    return summarize_state(storage, version=version, conf=_latest_conf(storage, offset_ids), commits=commits, max_read_bytes=max_read_bytes)
+
+
+def _latest_conf(storage: CheckpointStorage, offset_ids: Sequence[int]) -> StateConf:
+    for batch_id in reversed(offset_ids):
+        try:
+            metadata = read_offset_seq(storage, batch_id).metadata
+        except CheckpointError:
+            continue
+        return state_conf(metadata.conf if metadata else {})
+    return state_conf({})
+
+
+def summarize_stores(partitions: Iterable[StatePartitionSummary]) -> list[StateStoreSummary]:
+    """Add partitions up per (operator, store); rows only when every partition's are known."""
+    groups: dict[tuple[int, str], list[StatePartitionSummary]] = {}
+    for partition in partitions:
+        groups.setdefault((partition.operator, partition.store), []).append(partition)
+    return [_store_total(operator, store, parts) for (operator, store), parts in sorted(groups.items())]
+
+
+def _store_total(operator: int, store: str, parts: Sequence[StatePartitionSummary]) -> StateStoreSummary:
+    rows = [p.rows for p in parts]
+    chains = [p.delta_chain for p in parts]
+    versions = [p.latest_version for p in parts if p.latest_version is not None]
+    return StateStoreSummary(
+        operator=operator,
+        store=store,
+        provider=parts[0].provider,
+        partitions=len(parts),
+        latest_version=max(versions, default=None),
+        rows=None if None in rows else sum(rows),  # type: ignore[arg-type]
+        bytes_on_disk=sum(p.bytes_on_disk for p in parts),
+        max_delta_chain=None if None in chains else max(chains, default=None),  # type: ignore[type-var]
+    )
+
+
+def _hdfs_partition(
+    storage: CheckpointStorage, store: StateStoreDir, provider: str, version: int | None, conf: StateConf, max_read_bytes: int
+) -> StatePartitionSummary:
+    summary = summarize_hdfs_store(store.files)
+    rows, note = _hdfs_rows(storage, store, version, conf, max_read_bytes)
+    return StatePartitionSummary(
+        operator=store.operator,
+        partition=store.partition,
+        store=store.store,
+        provider="hdfs" if provider in ("hdfs", "empty") else provider,
+        path=store.path,
+        latest_version=summary.latest_version,
+        snapshot_version=summary.last_snapshot_version,
+        delta_chain=summary.deltas_since_snapshot,
+        bytes_on_disk=summary.bytes_on_disk,
+        rows=rows,
+        rows_version=None if rows is None else version,
+        note=note,
+    )
+
+
+def _hdfs_rows(
+    storage: CheckpointStorage, store: StateStoreDir, version: int | None, conf: StateConf, max_read_bytes: int
+) -> tuple[int | None, str]:
+    if version is None:
+        return None, "no committed batch"
+    try:
+        chain = files_for_version(parse_hdfs_state_files(store.files)[0], version, source=store.path) if version else ()
+        to_read = sum(f.size for f in chain)
+        if to_read > max_read_bytes:
+            return None, f"not counted: version {version} needs {to_read} bytes of files (limit {max_read_bytes})"
+        size = read_state_size(storage, store, version, codec=conf.codec, row_checksum=conf.row_checksum)
+    except CheckpointError as exc:
+        return None, str(exc)
+    return size.rows, ""
+
+
+def _rocksdb_partition(
+    storage: CheckpointStorage, store: StateStoreDir, version: int | None, conf: StateConf, commits: Mapping[int, CommitMetadata]
+) -> StatePartitionSummary:
+    # The commit log lists each partition's store ids in store order; only the default store's
+    # place (0) is certain, so named stores of format 2 fall back to the ids their files carry.
+    unique_ids = (
+        state_unique_ids_by_version(commits, operator=store.operator, partition=store.partition)
+        if store.store == DEFAULT_STORE_NAME
+        else None
+    )
+    summary = summarize_rocksdb_store(storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids)
+    latest = summary.latest
+    at_version = next((state for state in summary.versions if state.version == version), None)
+    chain = None if latest is None else latest.chain
+    return StatePartitionSummary(
+        operator=store.operator,
+        partition=store.partition,
+        store=store.store,
+        provider="rocksdb",
+        path=store.path,
+        latest_version=None if latest is None else latest.version,
+        snapshot_version=None if chain is None or chain.snapshot is None else chain.snapshot.version,
+        delta_chain=None if chain is None else len(chain.changelogs),
+        bytes_on_disk=summary.bytes_on_disk,
+        rows=None if at_version is None else at_version.num_rows,
+        rows_version=None if at_version is None or at_version.num_rows is None else version,
+        note=_rocksdb_note(at_version, version, summary.errors),
+    )
+
+
+def _rocksdb_note(at_version, version: int | None, errors: Sequence[str]) -> str:
+    if at_version is None:
+        return f"version {version} is not among the store's files" if version is not None else "no committed batch"
+    if at_version.num_rows is None:
+        return at_version.num_rows_source
+    return "; ".join(errors)
