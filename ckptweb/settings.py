@@ -177,6 +177,9 @@ SYNC_LEASE_SECONDS = env_int("SYNC_LEASE_SECONDS", 300)
 # The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
 # with a sync at most this often, not on every sync.
 INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)
+# Counting a state partition's rows reads its whole load chain: partitions needing more are
+# listed with "not counted" instead.
+STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)
 # Assumed throughput of writing a compact file, for the "compaction slower than the trigger"
 # projection of the compaction panel (no progress metric times the compaction itself).
 COMPACTION_BYTES_PER_SECOND = env_int("COMPACTION_BYTES_PER_SECOND", 20 * 1024 * 1024)

@@ -164,3 +164,43 @@ def state_metrics_figure(points: Iterable[StatePoint]) -> go.Figure:
     figure.update_xaxes(title_text="batch id", row=3, col=1)
     figure.update_yaxes(range=[0, 1.05], row=3, col=1)
     return figure
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPoint:
+    label: str
+    rows: int | None
+    bytes_on_disk: int
+    delta_chain: int | None
+    snapshot_age: int | None
+
+
+HEATMAP_METRICS = (
+    ("rows", "rows"),
+    ("bytes_on_disk", "bytes on disk"),
+    ("delta_chain", "delta chain"),
+    ("snapshot_age", "versions since snapshot"),
+)
+
+
+def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
+    """One column per partition, one row per figure; colour = the figure relative to its row's maximum.
+
+    Rows of a different scale (bytes, counts) share the colour scale this way; the cell text and
+    hover show the real value, and an unknown value stays blank.
+    """
+    columns = [p.label for p in points]
+    z, text = [], []
+    for attribute, _ in HEATMAP_METRICS:
+        values = [getattr(p, attribute) for p in points]
+        top = max((v for v in values if v is not None), default=0) or 1
+        z.append([None if v is None else v / top for v in values])
+        text.append(["?" if v is None else f"{v:,}" for v in values])
+    figure = go.Figure(
+        go.Heatmap(
+            x=columns, y=[label for _, label in HEATMAP_METRICS], z=z, text=text, texttemplate="%{text}",
+            hovertemplate="%{x}<br>%{y}: %{text}<extra></extra>", colorscale="YlOrRd", zmin=0, zmax=1, showscale=False,
+        )
+    )
+    figure.update_layout(height=260, margin={"l": 150, "r": 20, "t": 20, "b": 80}, xaxis={"type": "category"})
+    return figure

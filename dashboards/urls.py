@@ -17,6 +17,9 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json", views.compact_size_chart, name="compact-size-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/inventory.json", views.inventory_growth_chart, name="inventory-growth-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/state-metrics.json", views.state_metrics_chart, name="state-metrics-chart"),
+    path("checkpoints/<int:checkpoint_id>/charts/state-heatmap.json", views.state_heatmap_chart, name="state-heatmap-chart"),
+    path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/", views.state_partition_detail, name="state-partition"),
+    path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/sample/", views.state_partition_sample, name="state-partition-sample"),
     path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
     path("health/", views.health, name="health"),
 ]

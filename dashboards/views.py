@@ -13,16 +13,28 @@ from workers import tasks
 
 from .charts import (
     InventoryPoint,
+    PartitionPoint,
     StatePoint,
     TimelinePoint,
     batch_timeline_figure,
     compact_size_figure,
     inventory_growth_figure,
+    state_heatmap_figure,
     state_metrics_figure,
 )
 from .compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from .forms import CheckpointForm
-from .models import CACHE_HITS, CACHE_MISSES, Batch, Checkpoint, DirectoryInventory, MetadataLog, StateOperatorMetrics
+from .models import (
+    CACHE_HITS,
+    CACHE_MISSES,
+    Batch,
+    Checkpoint,
+    DirectoryInventory,
+    MetadataLog,
+    StateOperatorMetrics,
+    StatePartition,
+    StateSample,
+)
 
 BATCHES_PER_PAGE = 50
 RECENT_SYNC_RUNS = 10
@@ -54,6 +66,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_batch_page_context(request, checkpoint),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
+        **_state_context(checkpoint),
         "has_state_metrics": StateOperatorMetrics.objects.for_chart(checkpoint.query_id).exists(),
         "inventory": DirectoryInventory.objects.latest_for(checkpoint),
     }
@@ -108,6 +121,40 @@ def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
     )
     points = (StatePoint(*row[:5], row[5].get(CACHE_HITS), row[5].get(CACHE_MISSES)) for row in rows)
     return HttpResponse(state_metrics_figure(points).to_json(), content_type="application/json")
+
+
+@login_required
+def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    points = [
+        PartitionPoint(f"{p.operator}/{p.store}/{p.partition}", p.rows, p.bytes_on_disk, p.delta_chain, p.snapshot_age)
+        for p in checkpoint.state_partitions.for_panel()
+    ]
+    return HttpResponse(state_heatmap_figure(points).to_json(), content_type="application/json")
+
+
+@login_required
+def state_partition_detail(request: HttpRequest, checkpoint_id: int, partition_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
+    context = {"checkpoint": checkpoint, "partition": partition, "sample": partition.samples.first()}
+    template = "dashboards/partials/state_sample.html" if request.headers.get("HX-Request") else "dashboards/state_partition.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def state_partition_sample(request: HttpRequest, checkpoint_id: int, partition_id: int) -> HttpResponse:
+    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
+    version = partition.rows_version or partition.latest_version
+    if version is None:
+        messages.error(request, "This partition has no state version to decode.")
+    else:
+        sample = StateSample.objects.create(partition=partition, version=version)
+        tasks.sample_state_partition.delay_on_commit(sample.pk)
+        messages.info(request, f"Decoding rows of version {version}; they appear below when the worker is done.")
+    return redirect("dashboards:state-partition", checkpoint.pk, partition.pk)
 
 
 @login_required
@@ -189,3 +236,8 @@ def _outlook(checkpoint: Checkpoint, log: MetadataLog, sizes: list[tuple[int, in
         sizes, latest_batch_id=log.latest_batch_id, trigger_seconds=trigger,
         bytes_per_second=settings.COMPACTION_BYTES_PER_SECOND,
     )
+
+
+def _state_context(checkpoint: Checkpoint) -> dict:
+    partitions = checkpoint.state_partitions.for_panel()
+    return {"state_partitions": partitions, "state_stores": partitions.store_totals()}

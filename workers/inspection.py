@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any, Mapping
 
 from django.conf import settings
 from django.db.models import Q
 
-from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
+from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition
 from workers.checkpoint import CheckpointStorage, MetadataLogSummary
 from workers.checkpoint import integrity
 from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, build_inventory
+from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state
 
+STATE_FIGURES = (
+    "provider", "path", "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes",
+    "bytes_on_disk", "rows", "rows_version", "note",
+)
 SEVERITY = {"error": Finding.Severity.ERROR, "warning": Finding.Severity.WARNING, "info": Finding.Severity.INFO}
 
 
@@ -30,6 +37,7 @@ class Inspection:
     metadata_logs: list[MetadataLogSummary] = field(default_factory=list)
     inventory: list[InventoryRow] = field(default_factory=list)
     findings: list[integrity.Finding] = field(default_factory=list)
+    state: list[StatePartitionSummary] = field(default_factory=list)
 
 
 def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
@@ -43,8 +51,16 @@ def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
     return CheckpointStorage(checkpoint.sink_log_url, allowed_roots=settings.CHECKPOINT_ROOTS)
 
 
-def read_inspection(storage: CheckpointStorage, sink: CheckpointStorage | None) -> Inspection:
-    """Walk the checkpoint (and the sink's log) once; never raises for a damaged checkpoint."""
+def read_inspection(
+    storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
+) -> Inspection:
+    """Walk the checkpoint (and the sink's log) once, then size its state; never raises for damage.
+
+    State rows are counted at the version a restart loads (newest committed batch + 1), with
+    the codec and row-checksum setting the newest offsets file pinned. ``new_commits`` are the
+    commits this sync just read (not stored yet): with the stored ones they give the unique ids
+    of RocksDB checkpoint format 2.
+    """
     facts = integrity.gather_facts(storage, sink_log=sink)
     logs = [
         replace(log.outcome.value, path=log.path)
@@ -52,7 +68,34 @@ def read_inspection(storage: CheckpointStorage, sink: CheckpointStorage | None) 
         if isinstance(log.outcome.value, MetadataLogSummary)
     ]
     inventory = build_inventory(facts.listing, sink_log=facts.sink_listing, sink_log_path=_sink_path(facts))
-    return Inspection(metadata_logs=logs, inventory=inventory, findings=integrity.run_checks(facts))
+    commit_ids = facts.commit_ids
+    state = summarize_state(
+        storage,
+        version=commit_ids[-1] + 1 if commit_ids else None,
+        conf=state_conf(_latest_conf(facts, checkpoint)),
+        commits={**_commits_with_state_ids(checkpoint), **new_commits},
+        max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
+        listing=facts.listing,
+    )
+    return Inspection(metadata_logs=logs, inventory=inventory, findings=integrity.run_checks(facts), state=state)
+
+
+def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
+    """The conf of the newest offsets file the walk read, else of the newest stored batch."""
+    offset_ids = facts.offset_ids
+    latest = facts.value_of(f"offsets/{offset_ids[-1]}") if offset_ids else None
+    if latest is not None and latest.metadata is not None:
+        return latest.metadata.conf
+    return checkpoint.batches.order_by("-batch_id").values_list("conf", flat=True).first() or {}
+
+
+def _commits_with_state_ids(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:
+    """Batch id -> the commit's stateUniqueIds (RocksDB checkpoint format 2), as the library reads them."""
+    rows = checkpoint.batches.filter(commit_metadata__has_key="stateUniqueIds").values_list("batch_id", "commit_metadata")
+    return {
+        batch_id: SimpleNamespace(state_unique_ids={int(op): ids for op, ids in metadata["stateUniqueIds"].items()})
+        for batch_id, metadata in rows
+    }
 
 
 def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
@@ -62,6 +105,7 @@ def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: dateti
     failing = {finding.path.rsplit("/", 1)[0] for finding in inspection.findings if finding.severity == "error"}
     checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=failing).delete()
     DirectoryInventory.objects.bulk_create(_inventory_row(checkpoint, row, now) for row in inspection.inventory)
+    _store_state(checkpoint, inspection.state, now)
     _store_findings(checkpoint, inspection.findings, now)
     checkpoint.last_inspected_at = now
     checkpoint.save(update_fields=["last_inspected_at"])
@@ -98,6 +142,19 @@ def _inventory_row(checkpoint: Checkpoint, row: InventoryRow, now: datetime) -> 
         small_files=row.small_files, oldest_batch_id=row.oldest_batch, newest_batch_id=row.newest_batch,
         list_requests=row.list_requests, get_requests=row.get_requests,
     )
+
+
+def _store_state(checkpoint: Checkpoint, partitions: list[StatePartitionSummary], now: datetime) -> None:
+    """Upsert one row per state store directory; drop directories that are gone."""
+    kept = []
+    for summary in partitions:
+        figures = {name: getattr(summary, name) for name in STATE_FIGURES}
+        row, _ = StatePartition.objects.update_or_create(
+            checkpoint=checkpoint, operator=summary.operator, partition=summary.partition, store=summary.store,
+            defaults={**figures, "updated_at": now},
+        )
+        kept.append(row.pk)
+    checkpoint.state_partitions.exclude(pk__in=kept).delete()
 
 
 def _store_findings(checkpoint: Checkpoint, findings: list[integrity.Finding], now: datetime) -> None:

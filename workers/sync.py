@@ -68,7 +68,7 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         sink = sink_log_storage(checkpoint)
         inspection = None
         if inspection_due(checkpoint, run.started_at):
-            inspection = read_inspection(storage, sink)
+            inspection = read_inspection(storage, sink, checkpoint, findings.new_commits)
         _store_findings(checkpoint, run, [storage, sink], findings, inspection)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).

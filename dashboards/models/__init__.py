@@ -9,7 +9,7 @@ from .core import (
     default_sync_interval_seconds,
     ms_to_datetime,
 )
-from .health import CompactFile, DirectoryInventory, Finding, MetadataLog
+from .health import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample
 from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics, cache_hit_ratio
 
 __all__ = [
@@ -22,6 +22,8 @@ __all__ = [
     "MetadataLog",
     "QueryRun",
     "StateOperatorMetrics",
+    "StatePartition",
+    "StateSample",
     "StreamingQuery",
     "SyncIssue",
     "SyncRun",

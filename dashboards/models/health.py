@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from workers.checkpoint import next_compaction_batch_id
+from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
 
 from .core import Checkpoint
 from .severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
@@ -120,3 +121,67 @@ class Finding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.checkpoint}: {self.get_severity_display()} {self.code} {self.path}"
+
+
+class StatePartitionQuerySet(models.QuerySet):
+    def for_panel(self) -> StatePartitionQuerySet:
+        return self.order_by("operator", "store", "partition")
+
+    def store_totals(self) -> list[StateStoreSummary]:
+        """Per operator and store: partitions, rows, bytes, longest delta chain, slowest restart load."""
+        return summarize_stores(self)
+
+
+class StatePartition(models.Model):
+    """One state store directory (operator, partition, store) as the last full pass found it."""
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="state_partitions")
+    operator = models.PositiveIntegerField()
+    partition = models.PositiveIntegerField()
+    store = models.CharField(max_length=200)
+    provider = models.CharField(max_length=10)
+    path = models.CharField(max_length=1000)
+    latest_version = models.BigIntegerField(null=True, blank=True)
+    snapshot_version = models.BigIntegerField(null=True, blank=True, help_text="Last N.snapshot (HDFS) or N.zip (RocksDB).")
+    delta_chain = models.PositiveIntegerField(null=True, blank=True, help_text="Deltas or changelogs replayed after it.")
+    load_files = models.PositiveIntegerField(null=True, blank=True)
+    load_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    bytes_on_disk = models.PositiveBigIntegerField(default=0)
+    rows = models.BigIntegerField(null=True, blank=True)
+    rows_version = models.BigIntegerField(null=True, blank=True)
+    note = models.TextField(blank=True, help_text="Why rows are unknown, or what could not be read.")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = StatePartitionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["checkpoint", "operator", "partition", "store"], name="one_row_per_state_store_dir")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint}: {self.path}"
+
+    @property
+    def snapshot_age(self) -> int | None:
+        """Versions written since the last snapshot (what the next restart replays)."""
+        if self.latest_version is None or self.snapshot_version is None:
+            return self.delta_chain
+        return self.latest_version - self.snapshot_version
+
+
+class StateSample(models.Model):
+    """Decoded rows of one partition at one version, fetched on request by a worker."""
+
+    partition = models.ForeignKey(StatePartition, on_delete=models.CASCADE, related_name="samples")
+    version = models.BigIntegerField()
+    requested_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    key_schema = models.TextField(blank=True)
+    value_schema = models.TextField(blank=True)
+    rows = models.JSONField(default=list, blank=True, help_text="[{key: {...}, value: {...}}] as decoded.")
+    files = models.JSONField(default=list, blank=True, help_text="[[name, bytes], ...] of the partition's directory.")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]

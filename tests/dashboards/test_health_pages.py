@@ -113,3 +113,45 @@ def test_inventory_growth_chart_has_a_point_per_pass(viewer_client, synced_dedup
     figure = json.loads(viewer_client.get(reverse("dashboards:inventory-growth-chart", args=[synced_dedup.pk])).content)
     offsets = next(trace for trace in figure["data"] if trace["name"] == "offsets")
     assert len(offsets["x"]) == 2
+
+
+@pytest.fixture
+def synced_agg(copy_checkpoint) -> Checkpoint:
+    base = copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink")
+    checkpoint = make_checkpoint(name="agg", url=str(base / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    return checkpoint
+
+
+def test_query_page_shows_the_state_stores_and_their_heatmap(viewer_client, synced_agg):
+    page = viewer_client.get(synced_agg.get_absolute_url()).content.decode()
+    assert 'id="state-stores"' in page and 'id="state-heatmap"' in page
+
+    figure = json.loads(viewer_client.get(reverse("dashboards:state-heatmap-chart", args=[synced_agg.pk])).content)
+    [heatmap] = figure["data"]
+    assert heatmap["x"] == ["0/default/0", "0/default/1"]
+    assert heatmap["y"] == ["rows", "bytes on disk", "delta chain", "versions since snapshot"]
+    report = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.json").read_text())
+    rows = [int(text.replace(",", "")) for text in heatmap["text"][0]]
+    assert sum(rows) == report["progress"][-1]["stateOperators"][0]["numRowsTotal"]
+
+
+def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(viewer_client, synced_agg, eager_celery):
+    from dashboards.models import StatePartition
+
+    partition = StatePartition.objects.get(checkpoint=synced_agg, partition=0)
+    url = reverse("dashboards:state-partition-sample", args=[synced_agg.pk, partition.pk])
+    with pytest.MonkeyPatch.context() as patch:
+        # delay_on_commit waits for a commit that the test transaction never makes.
+        from workers import tasks
+
+        patch.setattr(tasks.sample_state_partition, "delay_on_commit", tasks.sample_state_partition.delay)
+        response = viewer_client.post(url)
+    assert response.status_code == 302
+
+    sample = partition.samples.get()
+    assert sample.error == "" and sample.finished_at is not None
+    assert sample.key_schema.startswith("struct<window:struct<start:timestamp,end:timestamp>")
+    assert 0 < len(sample.rows) == partition.rows
+    page = viewer_client.get(reverse("dashboards:state-partition", args=[synced_agg.pk, partition.pk])).content.decode()
+    assert 'id="sample-rows"' in page and 'id="partition-files"' in page

@@ -5,6 +5,7 @@ FileStreamSourceLog / FileStreamSinkLog read (tests/spark/test_metadata_logs_vs_
 """
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 
@@ -108,3 +109,31 @@ def test_an_unreadable_log_is_a_finding_until_it_reads_again(dedup, settings):
     sync_checkpoint(checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS))
 
     assert not Finding.objects.open().filter(checkpoint=checkpoint).exists()
+
+
+def test_state_partitions_are_stored_with_rows_at_the_restart_version(copy_checkpoint):
+    from dashboards.models import StatePartition
+
+    base = copy_checkpoint(OUR_FIXTURES / "killed_mid_batch")
+    checkpoint = make_checkpoint(url=str(base / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+
+    rows = list(StatePartition.objects.filter(checkpoint=checkpoint).for_panel())
+    assert [(r.operator, r.partition, r.store, r.provider) for r in rows] == [(0, 0, "default", "hdfs"), (0, 1, "default", "hdfs")]
+    report = json.loads((base / "spark-report.json").read_text())
+    batch_5 = next(p for p in report["progress"] if p["batchId"] == 5)
+    assert sum(r.rows for r in rows) == batch_5["stateOperators"][0]["numRowsTotal"]
+    assert {(r.latest_version, r.rows_version) for r in rows} == {(7, 6)}
+
+
+def test_rocksdb_format_2_state_uses_the_unique_ids_of_the_synced_commits(copy_checkpoint):
+    from dashboards.models import StatePartition
+
+    base = copy_checkpoint(OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup")
+    checkpoint = make_checkpoint(url=str(base / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+
+    rows = list(StatePartition.objects.filter(checkpoint=checkpoint).for_panel())
+    assert {r.provider for r in rows} == {"rocksdb"} and len(rows) == 2
+    assert all(r.load_files and r.load_bytes for r in rows)
+    assert not Finding.objects.open().filter(checkpoint=checkpoint, severity=Finding.Severity.ERROR).exists()

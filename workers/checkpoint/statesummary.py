@@ -35,6 +35,7 @@ from .staterows import read_state_size
 
 if TYPE_CHECKING:
     from .commits import CommitMetadata
+    from .inventory import TreeListing
     from .storage import CheckpointStorage
 
 CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"
@@ -72,6 +73,10 @@ class StatePartitionSummary:
     rows: int | None
     rows_version: int | None
     note: str = ""
+    # What loading the newest version reads: the snapshot (or zip) and the deltas (or changelogs)
+    # after it — the restart cost of this partition. None when the chain cannot be resolved.
+    load_files: int | None = None
+    load_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,9 @@ class StateStoreSummary:
     rows: int | None
     bytes_on_disk: int
     max_delta_chain: int | None
+    # The slowest partition's restart load: files and bytes of its snapshot + deltas.
+    max_load_files: int | None = None
+    max_load_bytes: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -107,13 +115,15 @@ def summarize_state(
     conf: StateConf,
     commits: Mapping[int, CommitMetadata] | None = None,
     max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+    listing: TreeListing | None = None,
 ) -> list[StatePartitionSummary]:
     """Summarize every state store directory; rows are counted at ``version`` (None: not counted).
 
-    ``commits`` (batch id -> commit) give the unique ids of RocksDB checkpoint format 2.
+    ``commits`` (batch id -> commit) give the unique ids of RocksDB checkpoint format 2. A
+    ``listing`` of the checkpoint taken just before saves listing the state directories again.
     """
     summaries = []
-    for store in list_state_store_dirs(storage):
+    for store in list_state_store_dirs(listing or storage):  # type: ignore[arg-type]
         provider = detect_provider(store.files)
         if provider == "rocksdb":
             summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}))
@@ -149,7 +159,11 @@ def _latest_conf(storage: CheckpointStorage, offset_ids: Sequence[int]) -> State
 
 
 def summarize_stores(partitions: Iterable[StatePartitionSummary]) -> list[StateStoreSummary]:
-    """Add partitions up per (operator, store); rows only when every partition's are known."""
+    """Add partitions up per (operator, store); rows only when every partition's are known.
+
+    Any objects with the attributes of StatePartitionSummary will do (the dashboard passes its
+    stored rows).
+    """
     groups: dict[tuple[int, str], list[StatePartitionSummary]] = {}
     for partition in partitions:
         groups.setdefault((partition.operator, partition.store), []).append(partition)
@@ -169,6 +183,8 @@ def _store_total(operator: int, store: str, parts: Sequence[StatePartitionSummar
         rows=None if None in rows else sum(rows),  # type: ignore[arg-type]
         bytes_on_disk=sum(p.bytes_on_disk for p in parts),
         max_delta_chain=None if None in chains else max(chains, default=None),  # type: ignore[type-var]
+        max_load_files=max((p.load_files for p in parts if p.load_files is not None), default=None),
+        max_load_bytes=max((p.load_bytes for p in parts if p.load_bytes is not None), default=None),
     )
 
 
@@ -177,6 +193,7 @@ def _hdfs_partition(
 ) -> StatePartitionSummary:
     summary = summarize_hdfs_store(store.files)
     rows, note = _hdfs_rows(storage, store, version, conf, max_read_bytes)
+    load = _hdfs_load_chain(store, summary.latest_version)
     return StatePartitionSummary(
         operator=store.operator,
         partition=store.partition,
@@ -190,7 +207,18 @@ def _hdfs_partition(
         rows=rows,
         rows_version=None if rows is None else version,
         note=note,
+        load_files=None if load is None else len(load),
+        load_bytes=None if load is None else sum(f.size for f in load),
     )
+
+
+def _hdfs_load_chain(store: StateStoreDir, latest: int | None) -> tuple | None:
+    if not latest:
+        return None
+    try:
+        return files_for_version(parse_hdfs_state_files(store.files)[0], latest, source=store.path)
+    except CheckpointError:
+        return None
 
 
 def _hdfs_rows(
@@ -236,6 +264,8 @@ def _rocksdb_partition(
         rows=None if at_version is None else at_version.num_rows,
         rows_version=None if at_version is None or at_version.num_rows is None else version,
         note=_rocksdb_note(at_version, version, summary.errors),
+        load_files=None if chain is None else len(chain.changelogs) + (chain.snapshot is not None),
+        load_bytes=None if chain is None else sum(f.size for f in (chain.snapshot, *chain.changelogs) if f is not None),
     )
 
 

@@ -51,3 +51,14 @@ def test_the_pinned_conf_decides_codec_and_row_checksums():
         "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
     })
     assert (conf.codec, conf.row_checksum) == ("zstd", True)
+
+
+def test_the_restart_cost_is_the_snapshot_and_the_deltas_after_it():
+    partitions = read_checkpoint_state(CheckpointStorage(str(KILLED)))
+    for partition in partitions:
+        directory = KILLED / partition.path
+        snapshots = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.snapshot"))
+        base = max(v for v in snapshots if v <= partition.latest_version)
+        chain = [directory / f"{base}.snapshot"] + [directory / f"{v}.delta" for v in range(base + 1, partition.latest_version + 1)]
+        assert (partition.load_files, partition.load_bytes) == (len(chain), sum(p.stat().st_size for p in chain))
+        assert partition.delta_chain == len(chain) - 1

@@ -1,0 +1,82 @@
+"""Decode sample rows of one state partition, on request from the partition page.
+
+The web process never reads storage: the page creates a StateSample row and queues this; the
+worker lists the partition's directory, finds the store's schema, rebuilds the map at the
+requested version and stores up to SAMPLE_ROWS decoded rows (or the reason it could not).
+"""
+from __future__ import annotations
+
+import base64
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from dashboards.models import StateSample
+from workers.checkpoint import (
+    CheckpointError,
+    CheckpointStorage,
+    StateFileInfo,
+    StateStoreDir,
+    find_store_schema,
+    sample_state_rows,
+    simple_string,
+)
+from workers.checkpoint.statesummary import state_conf
+
+SAMPLE_ROWS = 50
+
+
+def take_state_sample(sample_id: int) -> StateSample | None:
+    """Fill in the sample's rows, files and schemas, or its error; None when the row is gone."""
+    sample = StateSample.objects.select_related("partition__checkpoint").filter(pk=sample_id).first()
+    if sample is None:
+        return None
+    try:
+        _decode_into(sample)
+    except CheckpointError as exc:
+        sample.error = str(exc)
+    sample.finished_at = timezone.now()
+    sample.save()
+    return sample
+
+
+def _decode_into(sample: StateSample) -> None:
+    partition = sample.partition
+    checkpoint = partition.checkpoint
+    storage = CheckpointStorage(checkpoint.url, allowed_roots=settings.CHECKPOINT_ROOTS)
+    entries = storage.list_dir(partition.path)
+    sample.files = [[info.name, info.size] for info in entries if not info.is_dir]
+    if partition.load_bytes and partition.load_bytes > settings.STATE_ROWS_MAX_BYTES:
+        raise CheckpointError(partition.path, f"not decoded: loading it reads {partition.load_bytes} bytes (CKPTWEB_STATE_ROWS_MAX_BYTES)")
+    schema = find_store_schema(storage, partition.operator, partition.store)
+    if schema is None:
+        raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
+    sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
+    conf = state_conf(checkpoint.batches.order_by("-batch_id").values_list("conf", flat=True).first() or {})
+    store_dir = StateStoreDir(
+        partition.operator, partition.partition, partition.store, partition.path,
+        tuple(StateFileInfo(info.name, info.size, info.is_dir) for info in entries),
+    )
+    rows = sample_state_rows(
+        storage, store_dir, sample.version, limit=SAMPLE_ROWS, key_schema=schema.key_schema,
+        value_schema=schema.value_schema, codec=conf.codec, row_checksum=conf.row_checksum,
+    )
+    sample.rows = [{"key": _json_ready(row.key), "value": _json_ready(row.value)} for row in rows]
+
+
+def _json_ready(value: Any) -> Any:
+    """Decoded UnsafeRow values as JSON: times as ISO-8601, decimals as text, bytes as base64."""
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode()
+    return value
