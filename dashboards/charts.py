@@ -92,16 +92,23 @@ def compact_size_figure(sizes: Sequence[tuple[int, int]], outlook: CompactionOut
 
 
 def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook) -> None:
-    first, last = sizes[0][0], max(sizes[-1][0], outlook.crossing_batch_id or sizes[-1][0])
-    intercept = outlook.intercept_bytes
-    figure.add_trace(
-        go.Scatter(
-            x=[first, last], y=[intercept + outlook.bytes_per_batch * x for x in (first, last)], mode="lines",
-            name="trend", line={"dash": "dot", "color": "#888"},
+    """The fitted trend a little past the data; the threshold line only when it is near the data.
+
+    Drawing the trend all the way to a crossing thousands of batches away would squash the
+    measured points into a corner; the table gives the crossing batch instead.
+    """
+    first, last = sizes[0][0], sizes[-1][0]
+    end = last + max(last - first, 1)
+    if outlook.crossing_batch_id is not None:
+        end = min(end, max(outlook.crossing_batch_id, last))
+    xs = (first, end)
+    ys = [outlook.intercept_bytes + outlook.bytes_per_batch * x for x in xs]
+    figure.add_trace(go.Scatter(x=list(xs), y=ys, mode="lines", name="trend", line={"dash": "dot", "color": "#888"}))
+    if outlook.threshold_bytes <= 2 * max(max(s for _, s in sizes), *ys):
+        figure.add_hline(
+            y=outlook.threshold_bytes, line={"color": "#d9534f", "dash": "dash"},
+            annotation_text="a compaction would outlast the trigger interval",
         )
-    )
-    figure.add_hline(y=outlook.threshold_bytes, line={"color": "#d9534f", "dash": "dash"},
-                     annotation_text="a compaction would outlast the trigger interval")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django import template
+from django.utils import timezone
 
 register = template.Library()
 
@@ -22,3 +23,11 @@ def duration(value: timedelta | float | int | None) -> str:
         if count or (unit == "s" and not parts):
             parts.append(f"{count} {unit}")
     return " ".join(parts[:2])
+
+
+@register.filter
+def ago(moment) -> str:
+    """How long ago ``moment`` was, to the second under a minute ("12 s ago", "3 h 20 min ago")."""
+    if moment is None:
+        return "never"
+    return f"{duration(max(timezone.now() - moment, timedelta(0)))} ago"

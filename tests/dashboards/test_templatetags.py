@@ -19,3 +19,13 @@ from dashboards.templatetags.ckptweb import duration
 )
 def test_duration_shows_the_two_largest_units(value, text):
     assert duration(value) == text
+
+
+def test_ago_counts_seconds_under_a_minute():
+    from django.utils import timezone
+
+    from dashboards.templatetags.ckptweb import ago
+
+    assert ago(timezone.now() - timedelta(seconds=12, milliseconds=300)) == "12 s ago"
+    assert ago(timezone.now() - timedelta(hours=3, minutes=20, seconds=5)) == "3 h 20 min ago"
+    assert ago(None) == "never"

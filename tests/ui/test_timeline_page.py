@@ -1,39 +1,15 @@
 """A real browser (Debian's chromium, driven by Playwright) logs in and sees the batch timeline."""
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
 from factories import make_checkpoint
-from fixture_paths import REPO_DIR, SPARK_TEST_RESOURCES
+from fixture_paths import SPARK_TEST_RESOURCES
 from workers.sync import sync_checkpoint
 
+from ui_helpers import SCREENSHOT_DIR
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOT_DIR = REPO_DIR / "test-artifacts"
-# Playwright's sync API runs an event loop in this thread; the ORM calls below stay synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture
-def browser_page():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: the README's test command installs Debian's chromium package")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        yield page
-        browser.close()
-
 
 def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(browser_page, live_server, copy_checkpoint, django_user_model):
     django_user_model.objects.create_user("oncall", password="a-long-password")

@@ -1,0 +1,13 @@
+"""What the UI tests share besides fixtures."""
+from fixture_paths import REPO_DIR
+
+# Screenshots for a human to look at after a run (git-ignored).
+SCREENSHOT_DIR = REPO_DIR / "test-artifacts"
+
+
+def log_in(page, base_url: str, path: str, username: str, password: str) -> None:
+    """Open ``path``, which redirects to the login form, and sign in."""
+    page.goto(base_url + path)
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
