@@ -108,6 +108,21 @@ from .stateschema import (
 )
 from .unsaferow import decode_unsafe_row
 from .statesample import DecodedStateRow, load_state_rows, sample_state_rows
+# Runtime metrics: progress events, event logs
+from .progress import (
+    ListenerEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    SinkProgress,
+    SourceProgress,
+    StateOperatorProgress,
+    StreamingQueryProgress,
+    listener_event_from_dict,
+    parse_streaming_query_progress,
+    progress_from_dict,
+)
+from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
 # Inventory and integrity
 from .inventory import (
     LIST_PAGE_KEYS,
@@ -234,6 +249,25 @@ __all__ = [
     "DecodedStateRow",
     "load_state_rows",
     "sample_state_rows",
+    # runtime metrics
+    "ListenerEvent",
+    "QueryProgressEvent",
+    "QueryStartedEvent",
+    "QueryTerminatedEvent",
+    "SinkProgress",
+    "SourceProgress",
+    "StateOperatorProgress",
+    "StreamingQueryProgress",
+    "listener_event_from_dict",
+    "parse_streaming_query_progress",
+    "progress_from_dict",
+    "EventLog",
+    "EventLogFile",
+    "EventLogPosition",
+    "EventLogTail",
+    "codec_of",
+    "find_event_logs",
+    "tail_event_log",
     # inventory and integrity
     "LIST_PAGE_KEYS",
     "SMALL_FILE_BYTES",
