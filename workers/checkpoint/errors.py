@@ -65,12 +65,13 @@ class PathNotAllowedError(CheckpointError):
 
 
 class UnsupportedCodecError(CheckpointError):
-    """State files compressed with a codec ckptweb cannot read (snappy, lzf, a custom class)."""
+    """A file compressed with a codec ckptweb cannot read (snappy, lzf, a custom class).
 
-    def __init__(self, path: str, *, codec: str) -> None:
-        super().__init__(
-            path,
-            f"compression codec {codec!r} (spark.sql.streaming.stateStore.compression.codec) "
-            "is not supported by ckptweb; supported: lz4, zstd",
-        )
+    ``setting`` names the Spark setting that chose the codec, so the message says what to change.
+    """
+
+    def __init__(
+        self, path: str, *, codec: str, setting: str = "spark.sql.streaming.stateStore.compression.codec"
+    ) -> None:
+        super().__init__(path, f"compression codec {codec!r} ({setting}) is not supported by ckptweb; supported: lz4, zstd")
         self.codec = codec

@@ -200,7 +200,7 @@ def _tail_file(
 ) -> EventLogPosition:
     """Append the new events of ``file`` to ``events``; return the position after them."""
     if file.codec is not None and file.codec not in SUPPORTED_CODECS:
-        raise UnsupportedCodecError(file.path, codec=file.codec)
+        raise UnsupportedCodecError(file.path, codec=file.codec, setting="spark.eventLog.compression.codec")
     resume = position.file == file.key
     offset, skip = (position.offset, position.lines) if resume else (0, 0)
     data = _read_from(storage, file.path, offset)
@@ -215,12 +215,8 @@ def _tail_file(
 
 
 def _read_from(storage: CheckpointStorage, path: str, offset: int) -> bytes:
-    """Return the bytes of ``path`` from ``offset`` on.
-
-    TODO(#3): CheckpointStorage has no range read yet, so this reads the whole file and drops
-    what was consumed; with one, only the new bytes of a plain or zstd file would travel.
-    """
-    return storage.read_bytes(path, max_bytes=MAX_EVENT_LOG_FILE_BYTES)[offset:]
+    """Return the bytes of ``path`` from ``offset`` on: only what was not consumed travels."""
+    return storage.read_range(path, offset, max_bytes=MAX_EVENT_LOG_FILE_BYTES)
 
 
 def _decode(data: bytes, file: EventLogFile, start: int, *, may_grow: bool) -> Iterator[tuple[bytes, int | None]]:

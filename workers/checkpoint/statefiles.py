@@ -21,6 +21,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
+from typing import NamedTuple
 
 from .errors import CorruptFileError, TruncatedFileError
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
@@ -28,6 +31,10 @@ from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 SIZE = struct.Struct(">i")
 END_OF_FILE = -1
 CHECKSUM_PREFIX_BYTES = 4
+# A run's first probe looks this many records ahead, then four times as far each time it holds.
+FIRST_PROBE_RECORDS = 16
+# Keys unpacked per struct call: one tuple per 64 keys instead of one per key.
+KEYS_PER_UNPACK = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,26 +72,157 @@ def iter_state_records(
     decompressed content. Raises TruncatedFileError when the content ends before the end marker
     or inside a record, CorruptFileError for a negative size Spark rejects.
     """
+    skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
     pos = 0
-    while True:
-        key_size = read_size(raw, pos, source, "key size")
-        if key_size == END_OF_FILE:
-            return
-        if key_size < 0:
-            raise CorruptFileError(source, f"negative key size {key_size} in the decompressed content", offset=pos)
-        key = take(raw, pos + 4, key_size, source, "key")
-        pos += 4 + key_size
-        value_size = read_size(raw, pos, source, "value size")
+    while (sizes := read_record_sizes(raw, pos, source, row_checksum, removals_allowed)) is not None:
+        key_size, value_size = sizes
+        key_at = pos + 4
         if value_size < 0:
-            check_removal(removals_allowed, value_size, source, pos)
-            yield StateRecord(strip_checksum(key, source, pos) if row_checksum else key, None)
-            pos += 4
+            yield StateRecord(raw[key_at + skip : key_at + key_size], None)
+            pos = key_at + key_size + 4
             continue
-        value = take(raw, pos + 4, value_size, source, "value")
-        if row_checksum:
-            value = strip_checksum(value, source, pos)
-        yield StateRecord(key, value[: len(value) & ~7])
-        pos += 4 + value_size
+        value_at = key_at + key_size + 4 + skip
+        value_end = key_at + key_size + 4 + value_size
+        # readSnapshotFile/updateFromDeltaFile floor the value to whole 8-byte words.
+        yield StateRecord(raw[key_at : key_at + key_size], raw[value_at : value_at + ((value_end - value_at) & ~7)])
+        pos = value_end
+
+
+def read_record_sizes(
+    raw: bytes, pos: int, source: str, row_checksum: bool, removals_allowed: bool
+) -> tuple[int, int] | None:
+    """Check the record at ``pos`` and return its key and value sizes, or None at the end marker.
+
+    A negative value size is a removal. Every rule the record readers apply is checked here,
+    before any byte of the record is copied.
+    """
+    key_size = read_size(raw, pos, source, "key size")
+    if key_size == END_OF_FILE:
+        return None
+    if key_size < 0:
+        raise CorruptFileError(source, f"negative key size {key_size} in the decompressed content", offset=pos)
+    key_at = pos + 4
+    _check_available(raw, key_at, key_size, source, "key")
+    value_size_at = key_at + key_size
+    value_size = read_size(raw, value_size_at, source, "value size")
+    if value_size < 0:
+        check_removal(removals_allowed, value_size, source, value_size_at)
+        row_size = key_size
+    else:
+        _check_available(raw, value_size_at + 4, value_size, source, "value")
+        row_size = value_size
+    if row_checksum and row_size < CHECKSUM_PREFIX_BYTES:
+        raise _short_row_error(row_size, source, value_size_at)
+    return key_size, value_size
+
+
+class RecordRun(NamedTuple):
+    """``count`` consecutive records from byte ``start`` with the same key and value sizes.
+
+    A negative ``value_size`` makes every record of the run a removal. A NamedTuple, not a frozen
+    dataclass: an irregular file yields one run per record, and a tuple is several times cheaper
+    to build.
+    """
+
+    start: int
+    count: int
+    key_size: int
+    value_size: int
+
+    @property
+    def is_removal(self) -> bool:
+        return self.value_size < 0
+
+    @property
+    def stride(self) -> int:
+        return record_stride(self.key_size, self.value_size)
+
+    def value_row_size(self, row_checksum: bool = False) -> int:
+        """The value row each put of the run gives: without the checksum, floored to 8 bytes."""
+        return (self.value_size - (CHECKSUM_PREFIX_BYTES if row_checksum else 0)) & ~7
+
+
+def iter_record_runs(
+    raw: bytes, *, source: str, row_checksum: bool = False, removals_allowed: bool = True
+) -> Iterator[RecordRun]:
+    """Yield the records of a decompressed state file as maximal runs of equal sizes.
+
+    The runs cover exactly the records iter_state_records yields, and the same errors are raised
+    at the same offsets. The first record of a run is checked by read_record_sizes; the others
+    only need their 8 size bytes to equal its own, which is checked a column at a time with
+    strided slices, so a run of fixed-width rows costs a few C-level passes.
+    """
+    pos = 0
+    while (sizes := read_record_sizes(raw, pos, source, row_checksum, removals_allowed)) is not None:
+        key_size, value_size = sizes
+        stride = record_stride(key_size, value_size)
+        count = _count_uniform_records(raw, pos, stride, key_size)
+        yield RecordRun(pos, count, key_size, value_size)
+        pos += count * stride
+
+
+def record_stride(key_size: int, value_size: int) -> int:
+    """The bytes of a record: two size fields, the key, and the value unless it is a removal."""
+    return 8 + key_size + max(value_size, 0)
+
+
+def _count_uniform_records(raw: bytes, start: int, stride: int, key_size: int) -> int:
+    """Count the records from ``start`` whose size fields equal those of the (checked) first one.
+
+    Only records that lie wholly inside ``raw`` count. The probe window grows fourfold while
+    every record in it matches, so a long run costs O(run) and a short one O(1).
+    """
+    available = (len(raw) - start) // stride
+    if available < 2 or not _has_same_sizes(raw, start, start + stride, key_size):
+        return 1
+    size_columns = (0, 1, 2, 3, key_size + 4, key_size + 5, key_size + 6, key_size + 7)
+    count, window = 2, FIRST_PROBE_RECORDS
+    while count < available:
+        limit = min(count + window, available)
+        end = start + limit * stride
+        count += min(
+            _leading_matches(raw[start + count * stride + column : end : stride], raw[start + column])
+            for column in size_columns
+        )
+        if count < limit:
+            break
+        window *= 4
+    return count
+
+
+def _has_same_sizes(raw: bytes, first: int, other: int, key_size: int) -> bool:
+    value_size_at = 4 + key_size
+    return (
+        raw[first : first + 4] == raw[other : other + 4]
+        and raw[first + value_size_at : first + value_size_at + 4] == raw[other + value_size_at : other + value_size_at + 4]
+    )
+
+
+def _leading_matches(column: bytes, expected: int) -> int:
+    """How many bytes at the start of ``column`` equal ``expected``."""
+    return len(column) - len(column.lstrip(bytes((expected,))))
+
+
+def iter_run_keys(raw: bytes, run: RecordRun, *, row_checksum: bool = False) -> Iterator[bytes]:
+    """Return an iterator over the keys of ``run``'s records, as iter_state_records gives them.
+
+    The keys are cut by struct (KEYS_PER_UNPACK records per call): no bytecode runs per key.
+    """
+    skip = CHECKSUM_PREFIX_BYTES if row_checksum and run.is_removal else 0
+    offset, length, stride = 4 + skip, run.key_size - skip, run.stride
+    whole = run.count - run.count % KEYS_PER_UNPACK
+    tail_at = run.start + whole * stride
+    whole_chunks = _key_layout(offset, length, stride, KEYS_PER_UNPACK).iter_unpack(
+        memoryview(raw)[run.start : tail_at]
+    ) if whole else ()
+    tail = _key_layout(offset, length, stride, run.count - whole).unpack_from(raw, tail_at) if run.count > whole else ()
+    return chain(chain.from_iterable(whole_chunks), tail)
+
+
+@lru_cache(maxsize=1024)
+def _key_layout(offset: int, length: int, stride: int, records: int) -> struct.Struct:
+    """A struct that cuts the key out of each of ``records`` consecutive records."""
+    return struct.Struct("=" + f"{offset}x{length}s{stride - offset - length}x" * records)
 
 
 def read_size(raw: bytes, pos: int, source: str, what: str) -> int:
@@ -98,11 +236,16 @@ def read_size(raw: bytes, pos: int, source: str, what: str) -> int:
 
 def take(raw: bytes, pos: int, size: int, source: str, what: str) -> bytes:
     """Return ``size`` bytes at ``pos``, checking first that they are there."""
+    _check_available(raw, pos, size, source, what)
+    return raw[pos : pos + size]
+
+
+def _check_available(raw: bytes, pos: int, size: int, source: str, what: str) -> None:
+    """Raise TruncatedFileError unless ``size`` bytes follow ``pos`` (the size field before it)."""
     if pos + size > len(raw):
         raise TruncatedFileError(
             source, f"a record's {what} announces {size} bytes, only {len(raw) - pos} remain", offset=pos - 4
         )
-    return raw[pos : pos + size]
 
 
 def check_removal(removals_allowed: bool, value_size: int, source: str, pos: int) -> None:
@@ -114,7 +257,9 @@ def check_removal(removals_allowed: bool, value_size: int, source: str, pos: int
 def strip_checksum(row: bytes, source: str, pos: int) -> bytes:
     """Drop the 4-byte row checksum KeyValueChecksumEncoder puts before a row."""
     if len(row) < CHECKSUM_PREFIX_BYTES:
-        raise CorruptFileError(
-            source, f"a {len(row)}-byte row is too short for its row checksum", offset=pos
-        )
+        raise _short_row_error(len(row), source, pos)
     return row[CHECKSUM_PREFIX_BYTES:]
+
+
+def _short_row_error(size: int, source: str, pos: int) -> CorruptFileError:
+    return CorruptFileError(source, f"a {size}-byte row is too short for its row checksum", offset=pos)

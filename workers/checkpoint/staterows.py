@@ -17,18 +17,18 @@ irregularity (a negative size, a record running past the end) sends the file thr
 
 from __future__ import annotations
 
-import struct
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, repeat
+from operator import countOf
 
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
-from .statefiles import CHECKSUM_PREFIX_BYTES, END_OF_FILE, SIZE, iter_state_records
+from .statefiles import iter_record_runs, iter_run_keys
 from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
 
 REMOVED = -1
-_ALIGN = ~7
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,69 +112,30 @@ def apply_delta(
     """Record every put (key -> floored value size) and removal of a delta in ``changes``.
 
     ``keep_removals=False`` (no snapshot underneath) forgets removed keys instead of keeping
-    them as REMOVED.
+    them as REMOVED. Records are applied a run at a time, in file order, so a key put and
+    removed in the same delta ends as its last record says.
     """
-    unpack = SIZE.unpack_from
-    skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
-    pos = key_size = 0
-    try:
-        while True:
-            (key_size,) = unpack(raw, pos)
-            if key_size < 0:
-                break
-            key_at, pos = pos + 4, pos + 4 + key_size
-            (value_size,) = unpack(raw, pos)
-            pos += 4
-            if value_size >= skip:
-                changes[raw[key_at:key_at + key_size]] = (value_size - skip) & _ALIGN
-                pos += value_size
-            elif value_size < 0 and key_size >= skip:
-                key = raw[key_at + skip:key_at + key_size]
-                if keep_removals:
-                    changes[key] = REMOVED
-                else:
-                    changes.pop(key, None)
-            else:
-                break
-    except struct.error:
-        pass
-    _check_walk_ended(raw, source, pos, key_size, row_checksum, removals_allowed=True)
+    for run in iter_record_runs(raw, source=source, row_checksum=row_checksum):
+        keys = iter_run_keys(raw, run, row_checksum=row_checksum)
+        if not run.is_removal:
+            changes.update(zip(keys, repeat(run.value_row_size(row_checksum))))
+        elif keep_removals:
+            changes.update(zip(keys, repeat(REMOVED)))
+        else:
+            deque(map(changes.pop, keys, repeat(None)), maxlen=0)
 
 
 def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
-    """Size the records of a snapshot whose keys are not in ``changes``."""
-    unpack = SIZE.unpack_from
-    skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
-    rows = key_bytes = value_bytes = 0
-    pos = key_size = 0
-    try:
-        while True:
-            (key_size,) = unpack(raw, pos)
-            if key_size < 0:
-                break
-            key_at, pos = pos + 4, pos + 4 + key_size
-            (value_size,) = unpack(raw, pos)
-            if value_size < skip:
-                break
-            pos += 4 + value_size
-            if changes and raw[key_at:key_at + key_size] in changes:
-                continue
-            rows += 1
-            key_bytes += key_size
-            value_bytes += (value_size - skip) & _ALIGN
-    except struct.error:
-        pass
-    _check_walk_ended(raw, source, pos, key_size, row_checksum, removals_allowed=False)
-    return StateSize(rows, key_bytes, value_bytes)
+    """Size the records of a snapshot whose keys are not in ``changes``.
 
-
-def _check_walk_ended(raw: bytes, source: str, pos: int, key_size: int, row_checksum: bool, removals_allowed: bool) -> None:
-    """Accept a walk that stopped at the end marker; else let the precise reader raise.
-
-    The fast walks only stop early: a record running past the end makes the next unpack fail.
+    With ``changes`` empty no key is cut out: a run of n records counts n rows at once.
     """
-    if pos + 4 <= len(raw) and key_size == END_OF_FILE and SIZE.unpack_from(raw, pos)[0] == END_OF_FILE:
-        return
-    for _ in iter_state_records(raw, source=source, row_checksum=row_checksum, removals_allowed=removals_allowed):
-        pass
-    raise AssertionError(f"{source}: the fast walk stopped at byte {pos} of a file the record reader accepts")
+    rows = key_bytes = value_bytes = 0
+    for run in iter_record_runs(raw, source=source, row_checksum=row_checksum, removals_allowed=False):
+        live = run.count
+        if changes:
+            live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
+        rows += live
+        key_bytes += live * run.key_size
+        value_bytes += live * run.value_row_size(row_checksum)
+    return StateSize(rows, key_bytes, value_bytes)

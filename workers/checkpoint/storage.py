@@ -189,13 +189,23 @@ class CheckpointStorage:
         Raises MissingFileError when it does not exist, StorageError when it cannot be read,
         and CorruptFileError when it is larger than ``max_bytes`` (None: no limit).
         """
+        return self.read_range(relpath, 0, max_bytes=max_bytes)
+
+    def read_range(self, relpath: str, start: int, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes:
+        """Return the content of a file from byte ``start`` to its end (a ranged GET on object stores).
+
+        For a file that grows (an event log being written), only the new bytes travel. Errors
+        as read_bytes; CorruptFileError when more than ``max_bytes`` follow ``start``.
+        """
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start}")
         path = self._path(relpath)
         self.calls.read += 1
         # Ask for one byte more than allowed: a file that returns it is too large, and no
         # more than the budget is ever held in memory.
-        end = None if max_bytes is None else max_bytes + 1
+        end = None if max_bytes is None else start + max_bytes + 1
         try:
-            data = bytes(self._fs.cat_file(path, start=0, end=end))
+            data = bytes(self._fs.cat_file(path, start=start, end=end))
         except FileNotFoundError:
             raise MissingFileError(relpath, "no such file") from None
         except _BACKEND_ERRORS as exc:

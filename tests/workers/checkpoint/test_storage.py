@@ -260,3 +260,18 @@ def test_memory_subdirectory_is_listed_as_a_directory(memory_fs):
     assert CheckpointStorage("memory://ckpt").list_dir("state/0") == [
         FileInfo(name="0", size=0, mtime=None, is_dir=True)
     ]
+
+
+def test_a_range_read_returns_only_the_bytes_after_the_start(tmp_path):
+    (tmp_path / "log").write_bytes(b"0123456789")
+    storage = CheckpointStorage(str(tmp_path))
+
+    assert storage.read_range("log", 4) == b"456789"
+    assert storage.read_range("log", 10) == b""
+    assert (storage.calls.read, storage.calls.bytes_read) == (2, 6)
+
+
+def test_a_range_read_longer_than_the_limit_is_refused(tmp_path):
+    (tmp_path / "log").write_bytes(b"0123456789")
+    with pytest.raises(CorruptFileError, match=r"^log: file is larger than the read limit of 3 bytes"):
+        CheckpointStorage(str(tmp_path)).read_range("log", 5, max_bytes=3)
