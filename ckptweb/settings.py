@@ -167,6 +167,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Static entries; django-celery-beat's scheduler copies them into its table at start. The
+# per-checkpoint syncs are rows of that table (dashboards/schedules.py).
+CELERY_BEAT_SCHEDULE = {
+    "tail-event-logs": {"task": "workers.tasks.tail_event_logs", "schedule": float(env_int("EVENT_LOG_TAIL_SECONDS", 30))},
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # Checkpoints may only be registered under these roots (local paths or fsspec URLs, comma-separated).

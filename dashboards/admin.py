@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Batch, Checkpoint, QueryRun, StreamingQuery, SyncIssue, SyncRun
+from .models import Batch, BatchProgress, Checkpoint, EventLogDirectory, QueryRun, StreamingQuery, SyncIssue, SyncRun
 
 
 @admin.register(Checkpoint)
@@ -53,3 +53,25 @@ class StreamingQueryAdmin(admin.ModelAdmin):
 @admin.register(QueryRun)
 class QueryRunAdmin(ReadOnlyAdmin):
     list_display = ["run_id", "query", "started_at", "ended_at"]
+
+
+@admin.register(EventLogDirectory)
+class EventLogDirectoryAdmin(admin.ModelAdmin):
+    """Registering an event-log directory is an operator's job; the workers fill in the rest."""
+
+    list_display = ["name", "url", "is_enabled", "last_tailed_at", "progress_events_read"]
+    readonly_fields = ["positions", "errors", "last_tailed_at", "progress_events_read"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        from django.conf import settings
+
+        from workers.checkpoint import check_allowed
+
+        obj.url = check_allowed(obj.url, settings.CHECKPOINT_ROOTS)
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(BatchProgress)
+class BatchProgressAdmin(ReadOnlyAdmin):
+    list_display = ["query", "batch_id", "timestamp", "num_input_rows", "origin"]
+    list_filter = ["origin"]

@@ -1,7 +1,7 @@
 """Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_sampling)."""
 from celery import shared_task
 
-from . import state_sampling, sync
+from . import eventlogs, state_sampling, sync
 
 
 @shared_task(acks_late=True)
@@ -14,3 +14,9 @@ def sync_checkpoint(checkpoint_id: int) -> None:
 def sample_state_partition(sample_id: int) -> None:
     """Decode sample rows of a state partition for its page."""
     state_sampling.take_state_sample(sample_id)
+
+
+@shared_task
+def tail_event_logs() -> None:
+    """Read new streaming-query progress from every registered event-log directory (celery beat)."""
+    eventlogs.tail_all_event_log_directories()

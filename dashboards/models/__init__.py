@@ -10,7 +10,7 @@ from .core import (
     ms_to_datetime,
 )
 from .health import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample
-from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics, cache_hit_ratio
+from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, EventLogDirectory, StateOperatorMetrics, cache_hit_ratio
 
 __all__ = [
     "Batch",
@@ -18,6 +18,7 @@ __all__ = [
     "Checkpoint",
     "CompactFile",
     "DirectoryInventory",
+    "EventLogDirectory",
     "Finding",
     "MetadataLog",
     "QueryRun",

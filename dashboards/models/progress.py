@@ -168,3 +168,23 @@ def _operator_row(row: BatchProgress, index: int, operator: StateOperatorProgres
 def _plain(value) -> dict:
     """A frozen slotted dataclass as a JSON-ready dict."""
     return asdict(value)
+
+
+class EventLogDirectory(models.Model):
+    """A ``spark.eventLog.dir`` whose streaming-query progress the workers tail.
+
+    ``positions`` maps each event log's name to how far it was read (EventLogPosition.as_dict),
+    so a tail reads only what Spark appended since; ``errors`` maps a log's name to why its last
+    tail failed (the other logs are read regardless).
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    url = models.CharField(max_length=1000, unique=True, help_text="Local path or fsspec URL of spark.eventLog.dir.")
+    is_enabled = models.BooleanField("enabled", default=True)
+    positions = models.JSONField(default=dict, blank=True, editable=False)
+    errors = models.JSONField(default=dict, blank=True, editable=False)
+    last_tailed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    progress_events_read = models.PositiveBigIntegerField(default=0, editable=False)
+
+    def __str__(self) -> str:
+        return self.name
