@@ -4,11 +4,13 @@
 
 Starts three queries from pipelines/queries.py on `rate-micro-batch` sources whose event time
 follows the wall clock (windowed aggregation, stream-stream join, deduplication; all with JSON
-file sinks), each checkpointed in `OUT_DIR/<name>/checkpoint`. Prints
-`checkpoint <name> <absolute path>` per query once it has started and then `ready` (stdout,
-flushed), runs until SIGTERM or SIGINT (or for N seconds), and stops each query between two
+file sinks), each checkpointed in `OUT_DIR/<name>/checkpoint` with its sink in
+`OUT_DIR/<name>/output`. Prints `checkpoint <name> <checkpoint path> <sink output path>` per
+query once it has started and then `ready` (stdout, flushed), runs until SIGTERM or SIGINT (or for N seconds), and stops each query between two
 batches. The JVM runs in its own process group, so a SIGTERM to the demo's whole group still
 lets Python stop the queries first. Restarting with the same OUT_DIR resumes from the checkpoints.
+With CKPTWEB_INGEST_URL and CKPTWEB_INGEST_TOKEN set, the ckptweb progress listener sends every
+batch's progress to that ckptweb (`manage.py demo` sets both).
 
 Disk use stays bounded: offset/commit logs and state files keep `minBatchesToRetain` batches,
 sink logs are compacted with a `retention` of SINK_RETENTION, and the sink's data files older than
@@ -18,12 +20,14 @@ OUTPUT_MAX_AGE_SECONDS are deleted here (the sink never reads them back).
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
+from pipelines.progress_listener import CkptwebProgressListener
 from pipelines.queries import (
     RateSpec,
     build_session,
@@ -71,7 +75,7 @@ def start_queries(spark, out_dir: Path, trigger_seconds: float) -> dict:
     queries = {}
     for name, writer in writers.items():
         queries[name] = writer.trigger(processingTime=f"{step_ms} milliseconds").start()
-        print(f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()}", flush=True)
+        print(f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()} {(out_dir / name / 'output').resolve()}", flush=True)
     print("ready", flush=True)
     return queries
 
@@ -124,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     # After the session: PySpark's SparkContext installs a SIGINT handler that cancels all jobs,
     # which would abort the running batch instead of letting the queries stop between batches.
     stop = stop_on_signals()
+    listener = add_progress_listener(spark, out_dir)
     queries = {}
     try:
         queries = start_queries(spark, out_dir, args.trigger_seconds)
@@ -131,7 +136,19 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for query in queries.values():
             stop_between_batches(query, timeout_seconds=STOP_TIMEOUT_SECONDS)
+        if listener is not None:
+            listener.close()
         spark.stop()
+
+
+def add_progress_listener(spark, out_dir: Path) -> CkptwebProgressListener | None:
+    """Send every batch's progress to ckptweb when CKPTWEB_INGEST_URL and _TOKEN are set (the demo sets them)."""
+    url, token = os.environ.get("CKPTWEB_INGEST_URL"), os.environ.get("CKPTWEB_INGEST_TOKEN")
+    if not (url and token):
+        return None
+    listener = CkptwebProgressListener(url, token, spool_dir=out_dir / ".progress-spool")
+    spark.streams.addListener(listener)
+    return listener
 
 
 if __name__ == "__main__":

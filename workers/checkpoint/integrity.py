@@ -44,6 +44,7 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -77,6 +78,8 @@ from .storage import CheckpointStorage, FileInfo
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
+# A running query's atomic writes leave a temporary file for moments; younger ones are not findings.
+TEMPORARY_FILE_GRACE_SECONDS = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,8 @@ class CheckpointFacts:
     sink_log_failures: tuple[CheckpointError, ...] = ()
     # The sink log's own listing (kept for the inventory, which then needs no second walk).
     sink_listing: TreeListing | None = None
+    # When the listing was taken (epoch seconds): tells a write in progress from a leftover.
+    observed_at: float | None = None
 
     @property
     def offset_ids(self) -> list[int]:
@@ -150,6 +155,7 @@ def check_checkpoint(storage: CheckpointStorage, *, sink_log: CheckpointStorage 
 
 def gather_facts(storage: CheckpointStorage, *, sink_log: CheckpointStorage | None = None) -> CheckpointFacts:
     """List the checkpoint once and read the files Spark reads at restart; never raises CheckpointError."""
+    observed_at = time.time()
     listing = list_tree(storage)
     reads = _read_restart_files(storage, listing)
     logs = [
@@ -157,11 +163,11 @@ def gather_facts(storage: CheckpointStorage, *, sink_log: CheckpointStorage | No
         for dirname in _file_source_logs(reads)
     ]
     if sink_log is None:
-        return CheckpointFacts(listing, reads, tuple(logs))
+        return CheckpointFacts(listing, reads, tuple(logs), observed_at=observed_at)
     dirname, url = sink_log_location(sink_log)
     sink_listing = list_tree(sink_log, dirname)
     logs.append(_read_compactible_log(sink_log, dirname, tuple(sink_listing.list_dir(dirname)), url, "sink"))
-    return CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing)
+    return CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing, observed_at)
 
 
 def _attempt(path: str, read: Callable[..., Any], *args: Any, **kwargs: Any) -> ReadOutcome:
@@ -506,17 +512,25 @@ def check_sink_log_present(facts: CheckpointFacts) -> Iterator[Finding]:
 
 def check_leftovers(facts: CheckpointFacts) -> Iterator[Finding]:
     """Temporary files of interrupted writes and Hadoop checksums of deleted files, everywhere."""
+    in_progress_after = None if facts.observed_at is None else facts.observed_at - TEMPORARY_FILE_GRACE_SECONDS
     for dirname, entries in facts.listing.directories.items():
-        yield from _leftovers_in(dirname, entries)
+        yield from _leftovers_in(dirname, entries, in_progress_after)
     for log in facts.logs:
         if log.kind == "sink":
-            yield from _leftovers_in(log.path, log.files)
+            yield from _leftovers_in(log.path, log.files, in_progress_after)
 
 
-def _leftovers_in(dirname: str, entries: Sequence[FileInfo]) -> Iterator[Finding]:
+def _leftovers_in(dirname: str, entries: Sequence[FileInfo], in_progress_after: float | None) -> Iterator[Finding]:
+    """``in_progress_after``: a temporary file modified after this (epoch seconds) is a write in flight."""
     names = {info.name for info in entries if not info.is_dir}
+    recent = {
+        info.name for info in entries
+        if in_progress_after is not None and info.mtime is not None and info.mtime > in_progress_after
+    }
     for name in sorted(names):
         checked = name[1:-len(".crc")] if is_hadoop_checksum(name) else name
+        if is_temporary_name(checked) and name in recent:
+            continue
         if is_temporary_name(checked):
             yield Finding(
                 "warning", "temporary-file", join_path(dirname, name),

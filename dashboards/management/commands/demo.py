@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+PIPELINE_USER = "demo-pipeline"
 DEMO_USER = "demo"
 DEMO_SYNC_INTERVAL_SECONDS = 10
 PIPELINE_START_TIMEOUT_SECONDS = 300
@@ -39,7 +40,11 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _raise_keyboard_interrupt)
         try:
-            pipeline = _start([sys.executable, "-m", "pipelines.demo", str(_demo_dir())], processes, stdout=subprocess.PIPE)
+            ingest = {"CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}", "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token()}
+            pipeline = _start(
+                [sys.executable, "-m", "pipelines.demo", str(_demo_dir())], processes, stdout=subprocess.PIPE,
+                env={**os.environ, **ingest},
+            )
             self._register_demo_checkpoints(pipeline)
             _start(_celery("worker", "--loglevel=INFO", "--concurrency=2"), processes)
             _start(_celery("beat", "--loglevel=INFO"), processes)
@@ -58,8 +63,11 @@ class Command(BaseCommand):
         registered = 0
         for line in pipeline.stdout:
             parts = line.decode().split()
-            if parts[:1] == ["checkpoint"] and len(parts) == 3:
-                call_command("register_checkpoint", parts[1], parts[2], interval=DEMO_SYNC_INTERVAL_SECONDS, stdout=self.stdout)
+            if parts[:1] == ["checkpoint"] and len(parts) == 4:
+                call_command(
+                    "register_checkpoint", parts[1], parts[2], sink_log=parts[3], interval=DEMO_SYNC_INTERVAL_SECONDS,
+                    stdout=self.stdout,
+                )
                 registered += 1
             elif parts[:1] == ["ready"] or time.monotonic() > deadline:
                 break
@@ -82,6 +90,16 @@ def _ensure_demo_user() -> str:
     user.set_password(password)
     user.save()
     return password
+
+
+def _ensure_pipeline_token() -> str:
+    """A machine user that may only send progress, and its API token (the listener's credentials)."""
+    from django.contrib.auth.models import Permission
+    from rest_framework.authtoken.models import Token
+
+    user, _ = get_user_model().objects.get_or_create(username=PIPELINE_USER)
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.get_or_create(user=user)[0].key
 
 
 def _copy_lines(stream) -> None:

@@ -8,6 +8,7 @@ MicroBatchExecution, HDFSMetadataLog, CompactibleFileStreamLog and the state sto
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -139,6 +140,17 @@ def _write(relpath: str, data: bytes) -> Callable[[Path], None]:
     return lambda checkpoint: (checkpoint / relpath).write_bytes(data)
 
 
+def _leftover(relpath: str, data: bytes) -> Callable[[Path], None]:
+    """A file left by a write that died an hour ago (younger temporary files are writes in flight)."""
+
+    def write(checkpoint: Path) -> None:
+        (checkpoint / relpath).write_bytes(data)
+        an_hour_ago = time.time() - 3600
+        os.utime(checkpoint / relpath, (an_hour_ago, an_hour_ago))
+
+    return write
+
+
 def _delete(*relpaths: str) -> Callable[[Path], None]:
     def delete(checkpoint: Path) -> None:
         for relpath in relpaths:
@@ -203,16 +215,16 @@ DAMAGES = [
      {("error", "log-version-unsupported", "sources/0/5.compact")}),
     ("file source batch emptied", "file_source_dedup", _write("sources/0/7", b""),
      {("error", "log-file-empty", "sources/0/7")}),
-    ("spark 4 temporary file in offsets", W, _write(f"offsets/.12.{TEMP_UUID}.tmp", b"v1"),
+    ("spark 4 temporary file in offsets", W, _leftover(f"offsets/.12.{TEMP_UUID}.tmp", b"v1"),
      {("warning", "temporary-file", f"offsets/.12.{TEMP_UUID}.tmp")}),
     ("task temporary file and its checksum in state", W,
-     lambda c: (_write(f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp", b"x")(c),
-                _write(f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc", b"crc")(c)),
+     lambda c: (_leftover(f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp", b"x")(c),
+                _leftover(f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc", b"crc")(c)),
      {("warning", "temporary-file", f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp"),
       ("warning", "temporary-file", f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc")}),
-    ("spark 2.1 metadata log temporary file", W, _write(f"commits/.{TEMP_UUID}.tmp", b"v1"),
+    ("spark 2.1 metadata log temporary file", W, _leftover(f"commits/.{TEMP_UUID}.tmp", b"v1"),
      {("warning", "temporary-file", f"commits/.{TEMP_UUID}.tmp")}),
-    ("spark 2 state store temporary file", W, _write("state/0/0/temp-7351190457396462398", b""),
+    ("spark 2 state store temporary file", W, _leftover("state/0/0/temp-7351190457396462398", b""),
      {("warning", "temporary-file", "state/0/0/temp-7351190457396462398")}),
     ("state delta deleted without its checksum", W, _delete("state/0/0/6.delta"),
      {("warning", "orphan-checksum", "state/0/0/.6.delta.crc")}),
@@ -393,3 +405,8 @@ def test_spark_restarts_behind_a_sink_log_but_the_sink_can_no_longer_be_read(spa
     assert _restart(spark_session, base) is None
     with pytest.raises(Exception, match="11"):
         spark_session.read.json(str(base / "output")).count()
+
+
+def test_a_temporary_file_of_a_write_in_progress_is_not_a_finding(damaged):
+    # A running query's commit leaves `.N.<uuid>.tmp` for a moment before the rename.
+    assert damaged(W, _write(f"commits/.12.{TEMP_UUID}.tmp", b"v1")) == set()
