@@ -28,6 +28,7 @@ from .models import (
     CACHE_HITS,
     CACHE_MISSES,
     Batch,
+    BatchProgress,
     Checkpoint,
     DirectoryInventory,
     MetadataLog,
@@ -161,8 +162,9 @@ def state_partition_sample(request: HttpRequest, checkpoint_id: int, partition_i
 def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> HttpResponse:
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
     batch = get_object_or_404(Batch, checkpoint=checkpoint, batch_id=batch_id)
-    conf = sorted(batch.conf.items())
-    return render(request, "dashboards/batch_detail.html", {"checkpoint": checkpoint, "batch": batch, "conf": conf})
+    progress = BatchProgress.objects.for_batch(checkpoint.query_id, batch_id)
+    context = {"checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress}
+    return render(request, "dashboards/batch_detail.html", context)
 
 
 @login_required

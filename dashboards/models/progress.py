@@ -56,6 +56,12 @@ class BatchProgressQuerySet(models.QuerySet):
     def for_query(self, query_id) -> BatchProgressQuerySet:
         return self.filter(query_id=query_id).order_by("batch_id")
 
+    def for_batch(self, query_id, batch_id: int) -> BatchProgress | None:
+        """The progress of one batch of a query, with its state operators, or None."""
+        if query_id is None:
+            return None
+        return self.filter(query_id=query_id, batch_id=batch_id).prefetch_related("state_operators").first()
+
 
 class BatchProgress(models.Model):
     """One trigger's StreamingQueryProgress."""

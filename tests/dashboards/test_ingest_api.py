@@ -121,3 +121,22 @@ def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, co
     expected = [m["loadedMapCacheHitCount"] / (m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"])
                 if m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"] else None for m in metrics]
     assert ratio["y"] == expected
+
+
+def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_token, copy_checkpoint, viewer_user):
+    from factories import make_checkpoint
+    from workers.sync import sync_checkpoint
+
+    checkpoint = make_checkpoint(url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink") / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    last = PROGRESS[-1]
+    _post(client, {"progress": last}, pipeline_token)
+    client.force_login(viewer_user)
+
+    page = client.get(f"{checkpoint.get_absolute_url()}batches/{last['batchId']}/").content.decode()
+
+    operators = page[page.index('id="batch-state-operators"'):]
+    reported = last["stateOperators"][0]
+    assert f"<td>{reported['numRowsTotal']}</td>" in operators
+    assert f"loadedMapCacheHitCount={reported['customMetrics']['loadedMapCacheHitCount']}" in operators
+    assert f"<td>{last['durationMs']['addBatch']}</td>" in page[page.index('id="batch-durations"'):]
