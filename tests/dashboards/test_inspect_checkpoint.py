@@ -152,3 +152,19 @@ def test_state_of_a_join_lists_each_of_its_four_stores():
 def test_rocksdb_format_2_rows_are_unknown_rather_than_guessed():
     [store] = inspect(OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup" / "checkpoint")["state"]
     assert (store["provider"], store["rows"]) == ("rocksdb", None)
+
+
+def test_the_configured_compact_interval_applies_until_a_log_has_a_compaction(tmp_path):
+    entry = (
+        b'{"path":"file:///out/part-%d","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,'
+        b'"blockSize":1,"action":"add"}'
+    )
+    log = tmp_path / "sink" / "_spark_metadata"
+    log.mkdir(parents=True)
+    for batch in range(2):
+        (log / str(batch)).write_bytes(b"v1\n" + entry % batch)
+
+    default = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink")["metadata_logs"][0]
+    configured = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink", "--compact-interval", "5")["metadata_logs"][0]
+
+    assert (default["compact_interval"], configured["compact_interval"]) == (10, 5)

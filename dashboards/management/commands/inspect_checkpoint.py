@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workers.checkpoint import CheckpointError, CheckpointStorage, summarize_checkpoint
+from workers.checkpoint import DEFAULT_COMPACT_INTERVAL, CheckpointError, CheckpointStorage, summarize_checkpoint
 from workers.checkpoint.integrity import check_checkpoint
 from workers.checkpoint.statesummary import read_checkpoint_state, summarize_stores
 
@@ -27,12 +27,25 @@ class Command(BaseCommand):
             metavar="URL",
             help="A file sink's output directory (or its _spark_metadata log) to include in metadata_logs.",
         )
+        parser.add_argument(
+            "--compact-interval",
+            type=int,
+            default=DEFAULT_COMPACT_INTERVAL,
+            metavar="N",
+            help="The query's configured fileSink/fileSource.log.compactInterval, used until a log has a .compact file "
+            f"(Spark does not write it into the checkpoint; default {DEFAULT_COMPACT_INTERVAL}).",
+        )
 
-    def handle(self, *args, url: str, json: bool = False, sink_log: str | None = None, **options) -> None:
+    def handle(
+        self, *args, url: str, json: bool = False, sink_log: str | None = None,
+        compact_interval: int = DEFAULT_COMPACT_INTERVAL, **options,
+    ) -> None:
+        if compact_interval < 1:
+            raise CommandError("--compact-interval must be at least 1")
         try:
             storage = CheckpointStorage(url)
             sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
-            summary = summarize_checkpoint(storage, sink_log=sink_storage).as_json()
+            summary = summarize_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval).as_json()
             summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
             summary["findings"] = [asdict(finding) for finding in check_checkpoint(storage, sink_log=sink_storage)]
         except CheckpointError as exc:
