@@ -238,6 +238,10 @@ DAMAGES = [
      _delete(*_with_checksum("state/0/0/6.snapshot"), *_with_checksum("state/0/0/5.delta")),
      {("error", "state-version-missing", "state/0/0/5.delta")}),
     ("a state partition deleted", W, _delete("state/0/1"), {("error", "state-partition-missing", "state/0/1")}),
+    # A listed file that cannot be read: here a dangling link, as a file vanishing mid-check leaves it.
+    ("latest offsets file unreadable", W,
+     lambda c: ((c / "offsets/11").unlink(), (c / "offsets/11").symlink_to(c / "no-such-target")),
+     {("error", "file-unreadable", "offsets/11")}),
     ("rocksdb zip and changelog deleted", "rocksdb_changelog_agg",
      _delete(*_with_checksum("state/0/0/12.zip"), *_with_checksum("state/0/0/11.changelog")),
      {("error", "state-version-missing", "state/0/0/11.changelog")}),
