@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .layout import parse_batch_id
-from .logfile import JsonSite, get_long, parse_json_object, parse_log_file
+from .logfile import JsonSite, get_required_bool, get_required_long, get_required_str, parse_json_object, parse_log_file
 
 if TYPE_CHECKING:
     # Annotations only: a plan takes a listing but never lists, so storage is not imported.
@@ -77,48 +77,22 @@ def _iter_entries(data: bytes, source: str) -> Iterable[tuple[dict[str, Any], Js
 
 def _sink_file_status(obj: dict[str, Any], site: JsonSite) -> SinkFileStatus:
     return SinkFileStatus(
-        path=_required_str(obj, "path", site),
-        size=_required_long(obj, "size", site),
-        is_dir=_required_bool(obj, "isDir", site),
-        modification_time=_required_long(obj, "modificationTime", site),
-        block_replication=_required_long(obj, "blockReplication", site),
-        block_size=_required_long(obj, "blockSize", site),
-        action=_required_str(obj, "action", site),
+        path=get_required_str(obj, "path", site),
+        size=get_required_long(obj, "size", site),
+        is_dir=get_required_bool(obj, "isDir", site),
+        modification_time=get_required_long(obj, "modificationTime", site),
+        block_replication=get_required_long(obj, "blockReplication", site),
+        block_size=get_required_long(obj, "blockSize", site),
+        action=get_required_str(obj, "action", site),
     )
 
 
 def _file_entry(obj: dict[str, Any], site: JsonSite) -> FileEntry:
     return FileEntry(
-        path=_required_str(obj, "path", site),
-        timestamp=_required_long(obj, "timestamp", site),
-        batch_id=_required_long(obj, "batchId", site),
+        path=get_required_str(obj, "path", site),
+        timestamp=get_required_long(obj, "timestamp", site),
+        batch_id=get_required_long(obj, "batchId", site),
     )
-
-
-def _require(obj: dict[str, Any], key: str, site: JsonSite) -> Any:
-    # Spark's writer always emits every field; a missing one means the line is damaged.
-    if obj.get(key) is None:
-        raise site.error(f"missing field {key!r}")
-    return obj[key]
-
-
-def _required_long(obj: dict[str, Any], key: str, site: JsonSite) -> int:
-    _require(obj, key, site)
-    return get_long(obj, key, site)
-
-
-def _required_str(obj: dict[str, Any], key: str, site: JsonSite) -> str:
-    value = _require(obj, key, site)
-    if not isinstance(value, str):
-        raise site.error(f"{key!r} must be a string, found {type(value).__name__}")
-    return value
-
-
-def _required_bool(obj: dict[str, Any], key: str, site: JsonSite) -> bool:
-    value = _require(obj, key, site)
-    if not isinstance(value, bool):
-        raise site.error(f"{key!r} must be true or false, found {type(value).__name__}")
-    return value
 
 
 def _check_interval(interval: int) -> None:

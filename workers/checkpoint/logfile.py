@@ -163,6 +163,43 @@ def get_long(obj: dict[str, Any], key: str, site: JsonSite) -> int:
     return value
 
 
+def require_field(obj: dict[str, Any], key: str, site: JsonSite) -> Any:
+    """Return a field Spark always writes; a missing or null one means the document is damaged."""
+    if obj.get(key) is None:
+        raise site.error(f"missing field {key!r}")
+    return obj[key]
+
+
+def get_required_long(obj: dict[str, Any], key: str, site: JsonSite) -> int:
+    require_field(obj, key, site)
+    return get_long(obj, key, site)
+
+
+def get_optional_long(obj: dict[str, Any], key: str, site: JsonSite) -> int | None:
+    """Return a Java-long field, None when absent or null (an Option[Long])."""
+    return None if obj.get(key) is None else get_long(obj, key, site)
+
+
+def get_str(obj: dict[str, Any], key: str, site: JsonSite) -> str | None:
+    """Return a string field, None when absent or null."""
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise site.error(f"{key!r} must be a string, found {_preview(value)}")
+    return value
+
+
+def get_required_str(obj: dict[str, Any], key: str, site: JsonSite) -> str:
+    require_field(obj, key, site)
+    return get_str(obj, key, site)  # type: ignore[return-value]
+
+
+def get_required_bool(obj: dict[str, Any], key: str, site: JsonSite) -> bool:
+    value = require_field(obj, key, site)
+    if not isinstance(value, bool):
+        raise site.error(f"{key!r} must be true or false, found {_preview(value)}")
+    return value
+
+
 def get_object(obj: dict[str, Any], key: str, site: JsonSite) -> dict[str, Any] | None:
     """Return an object-valued field of a JSON object, None when absent or null."""
     value = obj.get(key)

@@ -39,7 +39,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .logfile import JsonSite, decode_text, get_long, get_object, parse_json_object
+from .logfile import (
+    JsonSite,
+    decode_text,
+    get_long,
+    get_object,
+    get_optional_long,
+    get_required_long,
+    get_required_str,
+    get_str,
+    parse_json_object,
+)
 
 LISTENER_EVENT_PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 QUERY_STARTED_EVENT = LISTENER_EVENT_PREFIX + "QueryStartedEvent"
@@ -191,17 +201,17 @@ def listener_event_from_dict(fields: dict[str, Any], site: JsonSite) -> Listener
         return QueryProgressEvent(_progress(progress, progress_site))
     if kind == QUERY_STARTED_EVENT:
         return QueryStartedEvent(
-            id=_required_str(fields, "id", site),
-            run_id=_required_str(fields, "runId", site),
-            name=_optional_str(fields, "name", site),
+            id=get_required_str(fields, "id", site),
+            run_id=get_required_str(fields, "runId", site),
+            name=get_str(fields, "name", site),
             timestamp=_optional_timestamp(fields, "timestamp", site),
         )
     if kind == QUERY_TERMINATED_EVENT:
         return QueryTerminatedEvent(
-            id=_required_str(fields, "id", site),
-            run_id=_required_str(fields, "runId", site),
-            exception=_optional_str(fields, "exception", site),
-            error_class_on_exception=_optional_str(fields, "errorClassOnException", site),
+            id=get_required_str(fields, "id", site),
+            run_id=get_required_str(fields, "runId", site),
+            exception=get_str(fields, "exception", site),
+            error_class_on_exception=get_str(fields, "errorClassOnException", site),
         )
     return None
 
@@ -213,14 +223,14 @@ def _progress(fields: dict[str, Any], site: JsonSite) -> StreamingQueryProgress:
     sources = tuple(_source(entry, site) for entry in _objects(fields, "sources", site))
     sink = get_object(fields, "sink", site)
     return StreamingQueryProgress(
-        id=_required_str(fields, "id", site),
-        run_id=_required_str(fields, "runId", site),
-        name=_optional_str(fields, "name", site),
-        timestamp=_timestamp(_required_str(fields, "timestamp", site), "timestamp", site),
-        batch_id=_required_long(fields, "batchId", site),
-        batch_duration_ms=_optional_long(fields, "batchDuration", site),
+        id=get_required_str(fields, "id", site),
+        run_id=get_required_str(fields, "runId", site),
+        name=get_str(fields, "name", site),
+        timestamp=_timestamp(get_required_str(fields, "timestamp", site), "timestamp", site),
+        batch_id=get_required_long(fields, "batchId", site),
+        batch_duration_ms=get_optional_long(fields, "batchDuration", site),
         duration_ms=_long_map(fields, "durationMs", site),
-        num_input_rows=_total(fields, "numInputRows", site, _optional_long, [s.num_input_rows for s in sources]),
+        num_input_rows=_total(fields, "numInputRows", site, get_optional_long, [s.num_input_rows for s in sources]),
         input_rows_per_second=_total(
             fields, "inputRowsPerSecond", site, _rate, [s.input_rows_per_second for s in sources]
         ),
@@ -236,11 +246,11 @@ def _progress(fields: dict[str, Any], site: JsonSite) -> StreamingQueryProgress:
 
 def _source(fields: dict[str, Any], site: JsonSite) -> SourceProgress:
     return SourceProgress(
-        description=_optional_str(fields, "description", site),
+        description=get_str(fields, "description", site),
         start_offset=_offset_text(fields.get("startOffset")),
         end_offset=_offset_text(fields.get("endOffset")),
         latest_offset=_offset_text(fields.get("latestOffset")),
-        num_input_rows=_optional_long(fields, "numInputRows", site),
+        num_input_rows=get_optional_long(fields, "numInputRows", site),
         input_rows_per_second=_rate(fields, "inputRowsPerSecond", site),
         processed_rows_per_second=_rate(fields, "processedRowsPerSecond", site),
         metrics=_string_map(fields, "metrics", site),
@@ -249,18 +259,18 @@ def _source(fields: dict[str, Any], site: JsonSite) -> SourceProgress:
 
 def _sink(fields: dict[str, Any], site: JsonSite) -> SinkProgress:
     return SinkProgress(
-        description=_optional_str(fields, "description", site),
-        num_output_rows=_optional_long(fields, "numOutputRows", site),
+        description=get_str(fields, "description", site),
+        num_output_rows=get_optional_long(fields, "numOutputRows", site),
         metrics=_string_map(fields, "metrics", site),
     )
 
 
 def _state_operator(fields: dict[str, Any], site: JsonSite) -> StateOperatorProgress:
     def long_field(key: str) -> int | None:
-        return _optional_long(fields, key, site)
+        return get_optional_long(fields, key, site)
 
     return StateOperatorProgress(
-        operator_name=_optional_str(fields, "operatorName", site),
+        operator_name=get_str(fields, "operatorName", site),
         num_rows_total=long_field("numRowsTotal"),
         num_rows_updated=long_field("numRowsUpdated"),
         all_updates_time_ms=long_field("allUpdatesTimeMs"),
@@ -308,30 +318,6 @@ def _total(fields: dict[str, Any], key: str, site: JsonSite, read, per_source: l
 # --- typed field access: every mismatch is a CorruptFileError naming the field --------------------
 
 
-def _required_str(fields: dict[str, Any], key: str, site: JsonSite) -> str:
-    value = _optional_str(fields, key, site)
-    if value is None:
-        raise site.error(f"the required field {key!r} is missing")
-    return value
-
-
-def _optional_str(fields: dict[str, Any], key: str, site: JsonSite) -> str | None:
-    value = fields.get(key)
-    if value is not None and not isinstance(value, str):
-        raise site.error(f"{key!r} must be a string, found {reprlib.repr(value)}")
-    return value
-
-
-def _required_long(fields: dict[str, Any], key: str, site: JsonSite) -> int:
-    if fields.get(key) is None:
-        raise site.error(f"the required field {key!r} is missing")
-    return get_long(fields, key, site)
-
-
-def _optional_long(fields: dict[str, Any], key: str, site: JsonSite) -> int | None:
-    return None if fields.get(key) is None else get_long(fields, key, site)
-
-
 def _rate(fields: dict[str, Any], key: str, site: JsonSite) -> float | None:
     """Return a rate in rows per second; None when absent, NaN or infinite."""
     value = fields.get(key)
@@ -354,7 +340,7 @@ def _timestamp(text: str, key: str, site: JsonSite) -> datetime:
 
 
 def _optional_timestamp(fields: dict[str, Any], key: str, site: JsonSite) -> datetime | None:
-    text = _optional_str(fields, key, site)
+    text = get_str(fields, key, site)
     return None if text is None else _timestamp(text, key, site)
 
 
@@ -371,10 +357,10 @@ def _objects(fields: dict[str, Any], key: str, site: JsonSite) -> list[dict[str,
 def _long_map(fields: dict[str, Any], key: str, site: JsonSite) -> dict[str, int]:
     entries = get_object(fields, key, site) or {}
     map_site = JsonSite(site.source, f"{site.what}: {key}", site.offset)
-    return {name: _required_long(entries, name, map_site) for name in entries}
+    return {name: get_required_long(entries, name, map_site) for name in entries}
 
 
 def _string_map(fields: dict[str, Any], key: str, site: JsonSite) -> dict[str, str]:
     entries = get_object(fields, key, site) or {}
     map_site = JsonSite(site.source, f"{site.what}: {key}", site.offset)
-    return {name: _required_str(entries, name, map_site) for name in entries}
+    return {name: get_required_str(entries, name, map_site) for name in entries}

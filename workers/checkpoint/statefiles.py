@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
-from typing import NamedTuple
+from operator import eq
 
 from .errors import CorruptFileError, TruncatedFileError
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
@@ -31,8 +31,10 @@ from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 SIZE = struct.Struct(">i")
 END_OF_FILE = -1
 CHECKSUM_PREFIX_BYTES = 4
-# A run's first probe looks this many records ahead, then four times as far each time it holds.
+# A run's first probe looks this many records ahead, then four times as far each time it holds,
+# up to a window whose records stay in the CPU cache while its eight columns are sliced.
 FIRST_PROBE_RECORDS = 16
+MAX_PROBE_BYTES = 1 << 18
 # Keys unpacked per struct call: one tuple per 64 keys instead of one per key.
 KEYS_PER_UNPACK = 64
 
@@ -116,12 +118,11 @@ def read_record_sizes(
     return key_size, value_size
 
 
-class RecordRun(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RecordRun:
     """``count`` consecutive records from byte ``start`` with the same key and value sizes.
 
-    A negative ``value_size`` makes every record of the run a removal. A NamedTuple, not a frozen
-    dataclass: an irregular file yields one run per record, and a tuple is several times cheaper
-    to build.
+    A negative ``value_size`` makes every record of the run a removal.
     """
 
     start: int
@@ -137,28 +138,82 @@ class RecordRun(NamedTuple):
     def stride(self) -> int:
         return record_stride(self.key_size, self.value_size)
 
+    @property
+    def end(self) -> int:
+        return self.start + self.count * self.stride
+
+    def key_row_size(self, row_checksum: bool = False) -> int:
+        """The key row each record gives: a removal's key loses its checksum."""
+        return self.key_size - (CHECKSUM_PREFIX_BYTES if row_checksum and self.is_removal else 0)
+
     def value_row_size(self, row_checksum: bool = False) -> int:
         """The value row each put of the run gives: without the checksum, floored to 8 bytes."""
         return (self.value_size - (CHECKSUM_PREFIX_BYTES if row_checksum else 0)) & ~7
 
 
-def iter_record_runs(
-    raw: bytes, *, source: str, row_checksum: bool = False, removals_allowed: bool = True
-) -> Iterator[RecordRun]:
-    """Yield the records of a decompressed state file as maximal runs of equal sizes.
+def find_record_run(
+    raw: bytes, pos: int, *, source: str, row_checksum: bool = False, removals_allowed: bool = True
+) -> RecordRun | None:
+    """Return the maximal run of records of equal sizes that starts at ``pos``, or None at the end marker.
 
-    The runs cover exactly the records iter_state_records yields, and the same errors are raised
-    at the same offsets. The first record of a run is checked by read_record_sizes; the others
-    only need their 8 size bytes to equal its own, which is checked a column at a time with
-    strided slices, so a run of fixed-width rows costs a few C-level passes.
+    The record at ``pos`` gets every check of iter_state_records (and raises its errors at the
+    same offsets); the following ones only need their 8 size bytes to equal its own, which is
+    checked a column at a time with strided slices: a run of fixed-width rows costs a few
+    C-level passes over the content.
     """
-    pos = 0
-    while (sizes := read_record_sizes(raw, pos, source, row_checksum, removals_allowed)) is not None:
-        key_size, value_size = sizes
-        stride = record_stride(key_size, value_size)
-        count = _count_uniform_records(raw, pos, stride, key_size)
-        yield RecordRun(pos, count, key_size, value_size)
-        pos += count * stride
+    sizes = read_record_sizes(raw, pos, source, row_checksum, removals_allowed)
+    if sizes is None:
+        return None
+    key_size, value_size = sizes
+    return RecordRun(pos, _count_uniform_records(raw, pos, record_stride(key_size, value_size), key_size), key_size, value_size)
+
+
+def scan_records(
+    raw: bytes, pos: int, *, row_checksum: bool = False, removals_allowed: bool = True, streak: int
+) -> tuple[list[bytes], list[int], int]:
+    """Read records one by one from ``pos``, for stretches where sizes change from record to record.
+
+    Return the keys (as iter_state_records cuts them), the value row sizes (-1 for a removal)
+    and the position where the scan stopped: where ``streak`` records in a row have the same
+    sizes (a run for find_record_run), at the end marker, or at anything irregular, which it
+    leaves unread and unreported: find_record_run then reads that record with every check.
+    """
+    unpack, end, skip = SIZE.unpack_from, len(raw), CHECKSUM_PREFIX_BYTES if row_checksum else 0
+    keys: list[bytes] = []
+    value_sizes: list[int] = []
+    add_key, add_value_size = keys.append, value_sizes.append
+    same = streak_at = 0
+    last_key_size = last_value_size = -1
+    try:
+        while True:
+            (key_size,) = unpack(raw, pos)
+            value_size_at = pos + 4 + key_size
+            if key_size < 0:
+                break
+            (value_size,) = unpack(raw, value_size_at)
+            if key_size == last_key_size and value_size == last_value_size:
+                same += 1
+                if same == streak:
+                    del keys[1 - streak :], value_sizes[1 - streak :]
+                    return keys, value_sizes, streak_at
+            else:
+                same = 1
+                last_key_size = key_size
+                last_value_size = value_size
+                streak_at = pos
+            if value_size >= skip and value_size_at + 4 + value_size <= end:
+                add_key(raw[pos + 4 : value_size_at])
+                add_value_size((value_size - skip) & ~7)
+                pos = value_size_at + 4 + value_size
+            elif value_size < 0 and key_size >= skip and removals_allowed:
+                add_key(raw[pos + 4 + skip : value_size_at])
+                add_value_size(-1)
+                pos = value_size_at + 4
+            else:
+                break
+    except struct.error:
+        pass  # a size field past the end: find_record_run reports it
+    return keys, value_sizes, pos
 
 
 def record_stride(key_size: int, value_size: int) -> int:
@@ -179,18 +234,15 @@ def _count_uniform_records(raw: bytes, start: int, stride: int, key_size: int) -
     count, window = 2, FIRST_PROBE_RECORDS
     while count < available:
         limit = min(count + window, available)
-        end = start + limit * stride
-        count += min(
-            _leading_matches(raw[start + count * stride + column : end : stride], raw[start + column])
-            for column in size_columns
-        )
+        count += _count_matching_records(raw, start, stride, count, limit, size_columns)
         if count < limit:
             break
-        window *= 4
+        window = min(window * 4, max(MAX_PROBE_BYTES // stride, FIRST_PROBE_RECORDS))
     return count
 
 
 def _has_same_sizes(raw: bytes, first: int, other: int, key_size: int) -> bool:
+    """Compare two records' size fields: a cheap first test before slicing whole columns."""
     value_size_at = 4 + key_size
     return (
         raw[first : first + 4] == raw[other : other + 4]
@@ -198,9 +250,18 @@ def _has_same_sizes(raw: bytes, first: int, other: int, key_size: int) -> bool:
     )
 
 
-def _leading_matches(column: bytes, expected: int) -> int:
-    """How many bytes at the start of ``column`` equal ``expected``."""
-    return len(column) - len(column.lstrip(bytes((expected,))))
+def _count_matching_records(
+    raw: bytes, start: int, stride: int, first: int, limit: int, columns: tuple[int, ...]
+) -> int:
+    """Count the records ``first``, ``first + 1``, ... (before ``limit``) whose bytes at ``columns``
+    equal record 0's. Each column is one strided slice, compared whole; only a window that
+    holds a mismatch is measured byte by byte (lstrip)."""
+    end = start + limit * stride
+    slices = [raw[start + first * stride + column : end : stride] for column in columns]
+    expected = [raw[start + column : start + column + 1] for column in columns]
+    if all(map(eq, slices, (byte * (limit - first) for byte in expected))):
+        return limit - first
+    return min(len(piece) - len(piece.lstrip(byte)) for piece, byte in zip(slices, expected))
 
 
 def iter_run_keys(raw: bytes, run: RecordRun, *, row_checksum: bool = False) -> Iterator[bytes]:
@@ -208,8 +269,8 @@ def iter_run_keys(raw: bytes, run: RecordRun, *, row_checksum: bool = False) -> 
 
     The keys are cut by struct (KEYS_PER_UNPACK records per call): no bytecode runs per key.
     """
-    skip = CHECKSUM_PREFIX_BYTES if row_checksum and run.is_removal else 0
-    offset, length, stride = 4 + skip, run.key_size - skip, run.stride
+    length, stride = run.key_row_size(row_checksum), run.stride
+    offset = 4 + run.key_size - length
     whole = run.count - run.count % KEYS_PER_UNPACK
     tail_at = run.start + whole * stride
     whole_chunks = _key_layout(offset, length, stride, KEYS_PER_UNPACK).iter_unpack(

@@ -9,10 +9,13 @@ Here the files are read one at a time and only sizes are kept where possible:
    delta, every other record counts as it is. With no later delta, the snapshot is counted
    without materialising a single key.
 
-So memory holds the keys touched since the snapshot, never the snapshot's keys. Counting walks
-the records with one ``struct.unpack_from`` per size field and no per-record objects; any
-irregularity (a negative size, a record running past the end) sends the file through
-``statefiles.iter_state_records``, which raises the precise error.
+So memory holds the keys touched since the snapshot, never the snapshot's keys. Files are read
+as runs of records with equal sizes (statefiles.find_record_run): a run's keys are cut by
+struct and applied with one dict call, and a snapshot run untouched by deltas counts as n rows
+without cutting anything. Stretches where sizes change from record to record (variable-width
+keys) are read record by record (statefiles.scan_records). The first record of every run or
+scan gets every check of statefiles.iter_state_records, so damaged files raise its errors.
+Whatever the path, the result equals replaying iter_state_records into a dict, as loadMap does.
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import countOf
+from operator import countOf, not_
 
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
-from .statefiles import iter_record_runs, iter_run_keys
+from .statefiles import find_record_run, iter_run_keys, scan_records
 from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
 
 REMOVED = -1
+# Runs shorter than this are read record by record (a bulk step costs about as much as eight
+# records); such a scan stops where this many records in a row have the same sizes.
+MIN_BULK_RECORDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,22 +106,30 @@ def measure_state(
 
 def live_size(changes: dict[bytes, int]) -> StateSize:
     """Size the keys of ``changes`` that are not REMOVED (C-level loops: no per-key bytecode)."""
-    is_live = [size >= 0 for size in changes.values()]
-    live_value_sizes = list(compress(changes.values(), is_live))
-    key_bytes = sum(map(len, compress(changes, is_live)))
-    return StateSize(len(live_value_sizes), key_bytes, sum(live_value_sizes))
+    values = changes.values()
+    if REMOVED not in values:
+        return StateSize(len(changes), sum(map(len, changes)), sum(values))
+    is_live = list(map(REMOVED.__ne__, values))
+    return StateSize(countOf(is_live, True), sum(map(len, compress(changes, is_live))), sum(compress(values, is_live)))
 
 
 def apply_delta(
     raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False, keep_removals: bool = True
 ) -> None:
-    """Record every put (key -> floored value size) and removal of a delta in ``changes``.
+    """Record every put (key -> floored value size) and removal of a delta in ``changes``, in order.
 
     ``keep_removals=False`` (no snapshot underneath) forgets removed keys instead of keeping
-    them as REMOVED. Records are applied a run at a time, in file order, so a key put and
-    removed in the same delta ends as its last record says.
+    them as REMOVED. A run of equal-sized records (all puts of one value size, or all removals)
+    is applied at once; stretches without long runs record by record.
     """
-    for run in iter_record_runs(raw, source=source, row_checksum=row_checksum):
+    pos = 0
+    while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum)) is not None:
+        if run.count < MIN_BULK_RECORDS:
+            keys, value_sizes, end = scan_records(raw, pos, row_checksum=row_checksum, streak=MIN_BULK_RECORDS)
+            if end > pos:
+                _apply_records(keys, value_sizes, changes, keep_removals)
+                pos = end
+                continue
         keys = iter_run_keys(raw, run, row_checksum=row_checksum)
         if not run.is_removal:
             changes.update(zip(keys, repeat(run.value_row_size(row_checksum))))
@@ -123,19 +137,49 @@ def apply_delta(
             changes.update(zip(keys, repeat(REMOVED)))
         else:
             deque(map(changes.pop, keys, repeat(None)), maxlen=0)
+        pos = run.end
+
+
+def _apply_records(keys: list[bytes], value_sizes: list[int], changes: dict[bytes, int], keep_removals: bool) -> None:
+    """Apply scanned records in order (C-level unless removals to forget mix with puts)."""
+    removals = countOf(value_sizes, REMOVED)
+    if keep_removals or not removals:
+        changes.update(zip(keys, value_sizes))
+    elif removals == len(keys):
+        deque(map(changes.pop, keys, repeat(None)), maxlen=0)
+    else:
+        for key, value_size in zip(keys, value_sizes):
+            if value_size == REMOVED:
+                changes.pop(key, None)
+            else:
+                changes[key] = value_size
 
 
 def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
     """Size the records of a snapshot whose keys are not in ``changes``.
 
-    With ``changes`` empty no key is cut out: a run of n records counts n rows at once.
+    With ``changes`` empty no key is cut out: a run of n equal-sized records counts at once.
     """
-    rows = key_bytes = value_bytes = 0
-    for run in iter_record_runs(raw, source=source, row_checksum=row_checksum, removals_allowed=False):
+    total = StateSize(0, 0, 0)
+    pos = 0
+    while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False)):
+        if run.count < MIN_BULK_RECORDS:
+            keys, value_sizes, end = scan_records(
+                raw, pos, row_checksum=row_checksum, removals_allowed=False, streak=MIN_BULK_RECORDS
+            )
+            if end > pos:
+                total = total + _size_records(keys, value_sizes, changes)
+                pos = end
+                continue
         live = run.count
         if changes:
             live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
-        rows += live
-        key_bytes += live * run.key_size
-        value_bytes += live * run.value_row_size(row_checksum)
-    return StateSize(rows, key_bytes, value_bytes)
+        total = total + StateSize(live, live * run.key_size, live * run.value_row_size(row_checksum))
+        pos = run.end
+    return total
+
+
+def _size_records(keys: list[bytes], value_sizes: list[int], changes: dict[bytes, int]) -> StateSize:
+    """Size the scanned snapshot records whose keys are not in ``changes``."""
+    is_live = list(map(not_, map(changes.__contains__, keys))) if changes else [True] * len(keys)
+    return StateSize(countOf(is_live, True), sum(map(len, compress(keys, is_live))), sum(compress(value_sizes, is_live)))

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
-from .logfile import JsonSite, get_long, get_object, parse_json_object, parse_log_file
+from .logfile import JsonSite, get_long, get_object, get_required_long, get_required_str, parse_json_object, parse_log_file
 from .layout import parse_batch_id
 from .logdir import list_batch_ids
 from .sparktypes import StructType, parse_struct_type
@@ -290,8 +290,8 @@ def parse_operator_state_metadata(data: bytes, *, source: str) -> OperatorStateM
     return OperatorStateMetadata(
         version=log.version,
         operator_info=OperatorInfo(
-            operator_id=_require_long(info, "operatorId", site),
-            operator_name=_require_str(info, "operatorName", site),
+            operator_id=get_required_long(info, "operatorId", site),
+            operator_name=get_required_str(info, "operatorName", site),
         ),
         state_store_info=tuple(_state_store_metadata(store, site) for store in stores),
         operator_properties=_operator_properties(document, site) if log.version >= 2 else None,
@@ -302,9 +302,9 @@ def _state_store_metadata(store: Any, site: JsonSite) -> StateStoreMetadata:
     if not isinstance(store, dict):
         raise site.error("a 'stateStoreInfo' entry must be an object")
     return StateStoreMetadata(
-        store_name=_require_str(store, "storeName", site),
-        num_cols_prefix_key=_require_long(store, "numColsPrefixKey", site),
-        num_partitions=_require_long(store, "numPartitions", site),
+        store_name=get_required_str(store, "storeName", site),
+        num_cols_prefix_key=get_required_long(store, "numColsPrefixKey", site),
+        num_partitions=get_required_long(store, "numPartitions", site),
         state_schema_file_paths=_schema_file_paths(store, site),
     )
 
@@ -322,7 +322,7 @@ def _schema_file_paths(store: dict[str, Any], site: JsonSite) -> tuple[str, ...]
 
 
 def _operator_properties(document: dict[str, Any], site: JsonSite) -> dict[str, Any]:
-    text = _require_str(document, "operatorPropertiesJson", site)
+    text = get_required_str(document, "operatorPropertiesJson", site)
     return parse_json_object(text, JsonSite(site.source, "operatorPropertiesJson", site.offset))
 
 
@@ -330,20 +330,6 @@ def _require_object(obj: dict[str, Any], key: str, site: JsonSite) -> dict[str, 
     value = get_object(obj, key, site)
     if value is None:
         raise site.error(f"missing field {key!r}")
-    return value
-
-
-def _require_long(obj: dict[str, Any], key: str, site: JsonSite) -> int:
-    # json4s fails on a missing Int/Long field of a case class: no default here.
-    if obj.get(key) is None:
-        raise site.error(f"missing field {key!r}")
-    return get_long(obj, key, site)
-
-
-def _require_str(obj: dict[str, Any], key: str, site: JsonSite) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise site.error(f"{key!r} must be a string")
     return value
 
 

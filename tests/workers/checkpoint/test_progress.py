@@ -292,5 +292,5 @@ def test_a_progress_event_without_progress_is_corrupt():
 
 def test_a_started_event_without_run_id_is_corrupt():
     fields = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent", "id": "x"}
-    with pytest.raises(CorruptFileError, match="'runId' is missing"):
+    with pytest.raises(CorruptFileError, match="missing field 'runId'"):
         listener_event_from_dict(fields, JsonSite("events_1", "line 1"))
