@@ -2,7 +2,7 @@
 from django import forms
 from django.conf import settings
 
-from workers.checkpoint import PathNotAllowedError, check_allowed
+from workers.checkpoint import DEFAULT_COMPACT_INTERVAL, PathNotAllowedError, check_allowed
 
 from .models import Checkpoint
 
@@ -12,7 +12,16 @@ MIN_SYNC_INTERVAL_SECONDS = 5
 class CheckpointForm(forms.ModelForm):
     class Meta:
         model = Checkpoint
-        fields = ["name", "url", "sink_log_url", "is_enabled", "sync_interval_seconds"]
+        fields = ["name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Most queries keep Spark's default; a form without the field keeps it too.
+        self.fields["file_log_compact_interval"].required = False
+
+    def clean_file_log_compact_interval(self) -> int:
+        value = self.cleaned_data["file_log_compact_interval"]
+        return DEFAULT_COMPACT_INTERVAL if value is None else value
 
     def clean_url(self) -> str:
         return _allowed(self.cleaned_data["url"])

@@ -61,7 +61,7 @@ def read_inspection(
     commits this sync just read (not stored yet): with the stored ones they give the unique ids
     of RocksDB checkpoint format 2.
     """
-    facts = integrity.gather_facts(storage, sink_log=sink)
+    facts = integrity.gather_facts(storage, sink_log=sink, default_compact_interval=checkpoint.file_log_compact_interval)
     logs = [
         replace(log.outcome.value, path=log.path)
         for log in facts.logs

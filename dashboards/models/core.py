@@ -8,10 +8,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+
+from workers.checkpoint import DEFAULT_COMPACT_INTERVAL
 
 from ..schedules import schedule_sync, unschedule_sync
 from .severity import SEVERITY_ERROR, SEVERITY_WARNING
@@ -95,6 +98,13 @@ class Checkpoint(models.Model):
         max_length=1000,
         blank=True,
         help_text="Output directory of a file sink: its _spark_metadata log lives there, outside the checkpoint.",
+    )
+    file_log_compact_interval = models.PositiveIntegerField(
+        "file log compact interval",
+        default=DEFAULT_COMPACT_INTERVAL,
+        validators=[MinValueValidator(1)],
+        help_text="The query's spark.sql.streaming.fileSink/fileSource.log.compactInterval. Spark does not write it into "
+        "the checkpoint; it applies until a log has a .compact file, after which the interval is derived from the files.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")

@@ -137,3 +137,23 @@ def test_rocksdb_format_2_state_uses_the_unique_ids_of_the_synced_commits(copy_c
     assert {r.provider for r in rows} == {"rocksdb"} and len(rows) == 2
     assert all(r.load_files and r.load_bytes for r in rows)
     assert not Finding.objects.open().filter(checkpoint=checkpoint, severity=Finding.Severity.ERROR).exists()
+
+
+def test_the_configured_compact_interval_applies_until_the_sink_log_compacts(copy_checkpoint, checkpoint_roots):
+    from fixture_paths import SPARK_TEST_RESOURCES
+
+    checkpoint_dir = copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")
+    log = checkpoint_roots / "sink" / "_spark_metadata"
+    log.mkdir(parents=True)
+    entry = (
+        b'{"path":"file:///out/part-%d","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,'
+        b'"blockSize":1,"action":"add"}'
+    )
+    for batch in range(3):
+        (log / str(batch)).write_bytes(b"v1\n" + entry % batch)
+    checkpoint = make_checkpoint(url=str(checkpoint_dir), sink_log_url=str(log.parent), file_log_compact_interval=5)
+
+    sync_checkpoint(checkpoint.pk)
+
+    sink = MetadataLog.objects.get(checkpoint=checkpoint)
+    assert (sink.compact_interval, sink.next_compaction_batch_id) == (5, 4)

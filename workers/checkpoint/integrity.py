@@ -114,6 +114,8 @@ class CompactibleLog:
     kind: LogKind
     files: tuple[FileInfo, ...]
     outcome: ReadOutcome
+    # The query's configured compactInterval: Spark's interval until a .compact file exists.
+    default_interval: int = DEFAULT_COMPACT_INTERVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,28 +147,40 @@ class CheckpointFacts:
 # --- the edge -------------------------------------------------------------------------------
 
 
-def check_checkpoint(storage: CheckpointStorage, *, sink_log: CheckpointStorage | None = None) -> list[Finding]:
+def check_checkpoint(
+    storage: CheckpointStorage,
+    *,
+    sink_log: CheckpointStorage | None = None,
+    default_compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+) -> list[Finding]:
     """List and read what a restart needs, and return every finding, errors first.
 
     ``sink_log`` is rooted at a file sink's output directory or at its ``_spark_metadata``.
+    ``default_compact_interval`` is the query's configured compactInterval of file logs.
     """
-    return run_checks(gather_facts(storage, sink_log=sink_log))
+    return run_checks(gather_facts(storage, sink_log=sink_log, default_compact_interval=default_compact_interval))
 
 
-def gather_facts(storage: CheckpointStorage, *, sink_log: CheckpointStorage | None = None) -> CheckpointFacts:
+def gather_facts(
+    storage: CheckpointStorage,
+    *,
+    sink_log: CheckpointStorage | None = None,
+    default_compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+) -> CheckpointFacts:
     """List the checkpoint once and read the files Spark reads at restart; never raises CheckpointError."""
     observed_at = time.time()
     listing = list_tree(storage)
     reads = _read_restart_files(storage, listing)
+    interval = default_compact_interval
     logs = [
-        _read_compactible_log(storage, dirname, tuple(listing.list_dir(dirname)), dirname, "source")
+        _read_compactible_log(storage, dirname, tuple(listing.list_dir(dirname)), dirname, "source", interval)
         for dirname in _file_source_logs(reads)
     ]
     if sink_log is None:
         return CheckpointFacts(listing, reads, tuple(logs), observed_at=observed_at)
     dirname, url = sink_log_location(sink_log)
     sink_listing = list_tree(sink_log, dirname)
-    logs.append(_read_compactible_log(sink_log, dirname, tuple(sink_listing.list_dir(dirname)), url, "sink"))
+    logs.append(_read_compactible_log(sink_log, dirname, tuple(sink_listing.list_dir(dirname)), url, "sink", interval))
     return CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing, observed_at)
 
 
@@ -216,10 +230,10 @@ def _offset_json(offset: str | None) -> Any:
 
 
 def _read_compactible_log(
-    storage: CheckpointStorage, dirname: str, files: tuple[FileInfo, ...], path: str, kind: LogKind
+    storage: CheckpointStorage, dirname: str, files: tuple[FileInfo, ...], path: str, kind: LogKind, interval: int
 ) -> CompactibleLog:
-    outcome = _attempt(path, read_metadata_log, storage, dirname, kind=kind)
-    return CompactibleLog(path, kind, files, outcome)
+    outcome = _attempt(path, read_metadata_log, storage, dirname, kind=kind, default_interval=interval)
+    return CompactibleLog(path, kind, files, outcome, interval)
 
 
 # --- the checks (pure) ----------------------------------------------------------------------
@@ -327,7 +341,7 @@ def _log_files(facts: CheckpointFacts) -> Iterator[tuple[str, FileInfo]]:
 def _restart_paths(facts: CheckpointFacts) -> set[str]:
     paths = {read.path for read in facts.reads}
     for log in facts.logs:
-        paths.update(join_path(log.path, name) for name in needed_log_files(log.files))
+        paths.update(join_path(log.path, name) for name in needed_log_files(log.files, log.default_interval))
     return paths
 
 
@@ -416,7 +430,7 @@ def check_commits_without_offsets(offset_ids: Sequence[int], commit_ids: Sequenc
         )
 
 
-def needed_log_files(files: Iterable[FileInfo]) -> list[str]:
+def needed_log_files(files: Iterable[FileInfo], default_interval: int = DEFAULT_COMPACT_INTERVAL) -> list[str]:
     """Name the files CompactibleFileStreamLog.allFiles reads for the latest batch of a listing.
 
     The latest compaction (``N.compact``, by the interval Spark derives from the ``.compact``
@@ -425,7 +439,7 @@ def needed_log_files(files: Iterable[FileInfo]) -> list[str]:
     batch_files = _log_batch_files(files)
     if not batch_files:
         return []
-    interval = _compact_interval(batch_files)
+    interval = _compact_interval(batch_files, default_interval)
     return [
         f"{b}{COMPACT_FILE_SUFFIX}" if is_compaction_batch(b, interval) else str(b)
         for b in all_valid_batches(max(batch_files), interval)
@@ -442,10 +456,10 @@ def _log_batch_files(files: Iterable[FileInfo]) -> dict[int, str]:
     return batch_files
 
 
-def _compact_interval(batch_files: dict[int, str]) -> int:
-    """The compact interval Spark derives from the ``.compact`` files present (default 10)."""
+def _compact_interval(batch_files: dict[int, str], default_interval: int) -> int:
+    """The compact interval Spark derives from the ``.compact`` files present (else the configured one)."""
     compacts = [b for b, name in batch_files.items() if name.endswith(COMPACT_FILE_SUFFIX)]
-    return derive_compact_interval(compacts, DEFAULT_COMPACT_INTERVAL)
+    return derive_compact_interval(compacts, default_interval)
 
 
 def check_compactible_logs(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -459,7 +473,7 @@ def check_compactible_logs(facts: CheckpointFacts) -> Iterator[Finding]:
 
 def _missing_log_files(log: CompactibleLog) -> Iterator[Finding]:
     present = {info.name for info in log.files}
-    needed = needed_log_files(log.files)
+    needed = needed_log_files(log.files, log.default_interval)
     for name in needed:
         if name not in present:
             is_compact = name.endswith(COMPACT_FILE_SUFFIX)
@@ -494,7 +508,7 @@ def check_sink_log_behind(facts: CheckpointFacts) -> Iterator[Finding]:
             f"entries of {_batch_range(end + 1, committed)} are lost",
             f"The restart works and Spark does not rewrite committed batches; once batch {committed + 1} "
             "is added every reader of the sink fails, and the query fails at the compaction of batch "
-            f"{next_compaction_batch_id(committed, _compact_interval(batch_files))}.",
+            f"{next_compaction_batch_id(committed, _compact_interval(batch_files, log.default_interval))}.",
         )
 
 

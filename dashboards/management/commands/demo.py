@@ -20,6 +20,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 PIPELINE_USER = "demo-pipeline"
+# The demo pipeline's spark.sql.streaming.fileSink.log.compactInterval (pipelines/demo.py DEMO_CONF).
+DEMO_COMPACT_INTERVAL = 5
 DEMO_USER = "demo"
 DEMO_SYNC_INTERVAL_SECONDS = 10
 PIPELINE_START_TIMEOUT_SECONDS = 300
@@ -66,6 +68,7 @@ class Command(BaseCommand):
             if parts[:1] == ["checkpoint"] and len(parts) == 4:
                 call_command(
                     "register_checkpoint", parts[1], parts[2], sink_log=parts[3], interval=DEMO_SYNC_INTERVAL_SECONDS,
+                    compact_interval=DEMO_COMPACT_INTERVAL,
                     stdout=self.stdout,
                 )
                 registered += 1

@@ -47,7 +47,8 @@ class Command(BaseCommand):
             sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
             summary = summarize_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval).as_json()
             summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
-            summary["findings"] = [asdict(finding) for finding in check_checkpoint(storage, sink_log=sink_storage)]
+            findings = check_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval)
+            summary["findings"] = [asdict(finding) for finding in findings]
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
         if json:
