@@ -1,76 +1,120 @@
 """Benchmark: rows and bytes of a >= 1M-row HDFS state at its latest version, ours against Spark.
 
-Usage (from the repository root; ~3 minutes on 2 cores, PySpark 4.3.0 and Java 17)::
+Usage (from the repository root; ~10 minutes on 2 cores the first time, PySpark 4.3.0, Java 17)::
 
-    .venv/bin/python -m bench.state_rows [--workdir DIR] [--rows-per-batch 250000] [--repeat 3]
+    .venv/bin/python -m bench.state_rows [--workdir DIR] [--rows-per-batch 250000] [--repeat 5]
+                                         [--cases "fixed,variable,snapshot + deltas,snapshot only"]
 
-1. Builds the state with real PySpark into ``DIR`` (a temp dir by default; an existing one is
-   reused): ``rate-micro-batch`` rows keyed by variable-length strings (``user-<n>``), 6 batches
-   of ``--rows-per-batch`` rows 10 s of event time apart, ``dropDuplicates(key, timestamp)`` with
-   a 35 s watermark, 8 shuffle partitions, HDFS provider, lz4. From batch 5 on, each batch evicts
-   an old batch's rows: the latest version holds 4-5 batches' rows and the deltas the removals.
-2. Measures, in this one run, the best of ``--repeat``:
-   * ours: ``staterows.read_state_size`` for every partition (one process);
+1. Builds one state per variant with real PySpark into ``DIR/<variant>`` (a temp dir by default;
+   an existing one is reused): ``rate-micro-batch`` rows keyed by strings, 6 batches (10 for
+   ``snapshot``) of ``--rows-per-batch`` rows 10 s of event time apart, ``dropDuplicates(key,
+   timestamp)`` with a 35 s watermark, 8 shuffle partitions, HDFS provider, lz4. From batch 5 on,
+   each batch evicts an old batch's rows: the latest version holds 4-5 batches' rows and the
+   deltas the removals.
+
+   * ``fixed``: keys ``user-<n>``; the state key row (string, timestamp) is 40 bytes for every
+     n >= 1000 (32 below), so nearly every record of a file has the same sizes;
+   * ``variable``: keys ``user-<n>`` plus ``n % 17`` x's: 40, 48 or 56-byte key rows, mixed in
+     hash order, so runs of equal sizes are short;
+   * ``snapshot``: ``fixed`` over 10 batches with snapshots after 3 deltas, maintenance every
+     second and a trigger every 2 s (so maintenance runs between batches). It is measured twice:
+     at its latest version (a snapshot plus deltas) and at the newest version that every
+     partition loads from its snapshot alone.
+2. Measures each case of CASES (a variant at a version) in this one run (best of ``--repeat``
+   unless said otherwise):
+   * ours: ``staterows.read_state_size`` for every partition, in this process;
+   * ours, 2 processes: the same with the partitions split over a pool of 2 processes (started
+     and warmed up before timing, as a worker's pool would be), after all single-process timings;
+   * decompression only: ``statecodec.decompress_state_file`` of every file of the chains;
    * raw lz4: ``lz4.block.decompress`` of every block payload of the same files (no framing
-     checks, no checksums, no records);
-   * Spark warm: ``spark.read.format("statestore").load(ckpt)`` count and byte sum, after one
-     unmeasured run in the same session;
-   * Spark fresh: the same in a new Python + JVM process (start-up included).
-3. Prints the timings, the ratios and the peak memory (ru_maxrss) of this process.
+     checks, no checksums, no joining, no records);
+   * Spark warm: ``spark.read.format("statestore")`` count and key-length sum at that version,
+     in one session kept for all cases, after one unmeasured run per case;
+   * Spark fresh: the same in a new Python + JVM process (start-up included, one run);
+   * memory: the RSS of a fresh Python process before it runs ours once, and its peak RSS.
+3. Prints the figures and ratios per case; exits 1 if any row count differs from Spark's.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
-import struct
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
-from pipelines.queries import build_session, stop_between_batches
-from workers.checkpoint.lz4block import HEADER, METHOD_LZ4
-from workers.checkpoint.stateinventory import list_state_store_dirs
+from workers.checkpoint.lz4block import HEADER
+from workers.checkpoint.statecodec import decompress_state_file
+from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import StateSize, read_state_size
 from workers.checkpoint.storage import CheckpointStorage
 
 BATCHES = 6
 PARTITIONS = 8
-SPARK_QUERY = (
-    "SELECT count(*) AS row_count, "
-    "sum(octet_length(key.key)) AS key_chars FROM statestore"
-)
+SNAPSHOT_WAIT_SECONDS = 60
+FIXED_KEY = "concat('user-', CAST(value AS STRING))"
+SPARK_QUERY = "SELECT count(*) AS row_count, sum(octet_length(key.key)) AS key_chars FROM statestore"
 
 
-def build_state(base: Path, rows_per_batch: int) -> Path:
-    """Run the dedup query over BATCHES rate-micro-batch batches; return the checkpoint path."""
+@dataclass(frozen=True)
+class Variant:
+    key_sql: str
+    conf: dict[str, str] = field(default_factory=dict)
+    # Time between triggers: room for the maintenance thread to write snapshots.
+    trigger: str = "0 seconds"
+    batches: int = BATCHES
+    # Keep triggering (up to SNAPSHOT_WAIT_SECONDS more) until every partition has a snapshot:
+    # when maintenance gets to write one depends on timing.
+    needs_snapshot: bool = False
+
+
+VARIANTS = {
+    "fixed": Variant(FIXED_KEY),
+    "variable": Variant(f"concat({FIXED_KEY}, repeat('x', CAST(value % 17 AS INT)))"),
+    "snapshot": Variant(FIXED_KEY, {
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
+    }, trigger="2 seconds", batches=10, needs_snapshot=True),
+}
+
+
+def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
+    """Run the dedup query over ``variant.batches`` rate-micro-batch batches; return the checkpoint."""
     checkpoint = base / "checkpoint"
     if (checkpoint / "commits").is_dir():
         return checkpoint
     from pyspark.sql import functions as F
 
+    from pipelines.queries import build_session, stop_between_batches
+
     spark = build_session("bench-state-rows", master="local[2]", conf={
-        "spark.sql.shuffle.partitions": str(PARTITIONS),
-        "spark.driver.memory": "3g",
+        "spark.sql.shuffle.partitions": str(PARTITIONS), "spark.driver.memory": "3g", **variant.conf,
     })
     events = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", rows_per_batch).option("numPartitions", 2)
         .option("startTimestamp", 1_704_067_200_000).option("advanceMillisPerBatch", 10_000)
         .load()
-        .select(F.concat(F.lit("user-"), F.col("value").cast("string")).alias("key"), "timestamp")
+        .select(F.expr(variant.key_sql).alias("key"), "timestamp")
     )
     deduped = events.withWatermark("timestamp", "35 seconds").dropDuplicates(["key", "timestamp"])
     query = (
         deduped.writeStream.format("noop").outputMode("append")
-        .option("checkpointLocation", str(checkpoint)).trigger(processingTime="0 seconds").start()
+        .option("checkpointLocation", str(checkpoint)).trigger(processingTime=variant.trigger).start()
     )
-    # The source never runs dry: stop after BATCHES commits (between batches if one ends within
-    # 5 s). From then on every batch evicts one old batch's rows, so the state stays at 4-5
-    # batches' rows, and an interrupted batch leaves nothing the latest commit depends on.
-    while query.isActive and _committed(checkpoint) < BATCHES:
+    # The source never runs dry: stop after variant.batches commits (between batches if one ends
+    # within 5 s). From batch 5 on every batch evicts one old batch's rows, so the state stays at
+    # 4-5 batches' rows, and an interrupted batch leaves nothing the latest commit depends on.
+    while query.isActive and _committed(checkpoint) < variant.batches:
+        time.sleep(0.2)
+    deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
+    while variant.needs_snapshot and query.isActive and not _has_snapshots(checkpoint) and time.monotonic() < deadline:
         time.sleep(0.2)
     stop_between_batches(query, 5)
     spark.stop()
@@ -82,43 +126,88 @@ def _committed(checkpoint: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.is_dir() else 0
 
 
+def _has_snapshots(checkpoint: Path) -> bool:
+    """Whether some version has a snapshot in every partition (read while Spark writes)."""
+    partitions = list((checkpoint / "state" / "0").glob("[0-9]*"))
+    versions = [{int(f.name.split(".")[0]) for f in p.glob("[0-9]*.snapshot")} for p in partitions]
+    return len(partitions) == PARTITIONS and bool(set.intersection(*versions))
+
+
 def latest_version(checkpoint: Path) -> int:
     return max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()) + 1
 
 
-def measure_ours(checkpoint: Path, version: int) -> StateSize:
+def snapshot_only_version(checkpoint: Path) -> int:
+    """The newest version that every partition loads from its snapshot alone."""
+    storage = CheckpointStorage(str(checkpoint))
+    per_store = [{f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot}
+                 for store in list_state_store_dirs(storage)]
+    return max(set.intersection(*per_store))
+
+
+# label -> (variant, version to measure)
+CASES: dict[str, tuple[str, Callable[[Path], int]]] = {
+    "fixed": ("fixed", latest_version),
+    "variable": ("variable", latest_version),
+    "snapshot + deltas": ("snapshot", latest_version),
+    "snapshot only": ("snapshot", snapshot_only_version),
+}
+
+
+def chain_files(checkpoint: Path, version: int) -> list[Path]:
+    """The files Spark loads for ``version``, over all partitions."""
+    storage = CheckpointStorage(str(checkpoint))
+    paths = []
+    for store in list_state_store_dirs(storage):
+        chain = files_for_version(parse_hdfs_state_files(store.files)[0], version)
+        paths.extend(checkpoint / store.path / state_file.name for state_file in chain)
+    return paths
+
+
+def measure_ours(checkpoint: Path, version: int, partitions: tuple[int, ...] | None = None) -> StateSize:
     storage = CheckpointStorage(str(checkpoint))
     total = StateSize(0, 0, 0)
     for store in list_state_store_dirs(storage):
-        total = total + read_state_size(storage, store, version, codec="lz4")
+        if partitions is None or store.partition in partitions:
+            total = total + read_state_size(storage, store, version, codec="lz4")
     return total
 
 
-def measure_raw_lz4(checkpoint: Path, version: int) -> int:
-    """Decompress every LZ4 block payload of the state files, trusting the headers."""
+def measure_ours_in_pool(pool: ProcessPoolExecutor, checkpoint: Path, version: int) -> StateSize:
+    halves = [tuple(range(PARTITIONS))[i::2] for i in range(2)]
+    sizes = pool.map(measure_ours, [checkpoint] * 2, [version] * 2, halves)
+    return sum(sizes, StateSize(0, 0, 0))
+
+
+def measure_decompression(paths: list[Path]) -> int:
+    return sum(len(decompress_state_file(path.read_bytes(), source=path.name, codec="lz4")) for path in paths)
+
+
+def measure_raw_lz4(paths: list[Path]) -> int:
+    """Decompress every LZ4 block payload of ``paths``, trusting the headers."""
     import lz4.block
 
     produced = 0
-    for path in sorted((checkpoint / "state").glob("*/*/*.*")):
-        if path.suffix not in (".delta", ".snapshot") or int(path.stem) > version:
-            continue
-        data, pos = path.read_bytes(), 0
+    for path in paths:
+        data = path.read_bytes()
+        view, pos = memoryview(data), 0
         while pos < len(data):
-            _, token, compressed, raw, _ = HEADER.unpack_from(data, pos)
+            _, _, compressed, raw, _ = HEADER.unpack_from(data, pos)
             pos += HEADER.size
-            if token & 0xF0 == METHOD_LZ4:
-                produced += len(lz4.block.decompress(data[pos : pos + compressed], uncompressed_size=raw))
+            if raw:
+                produced += len(lz4.block.decompress(view[pos : pos + compressed], uncompressed_size=raw))
             pos += compressed
     return produced
 
 
-def spark_count(spark, checkpoint: Path) -> tuple[int, int]:
-    spark.read.format("statestore").load(str(checkpoint)).createOrReplaceTempView("statestore")
+def spark_count(spark, checkpoint: Path, version: int) -> tuple[int, int]:
+    frame = spark.read.format("statestore").option("batchId", version - 1).load(str(checkpoint))
+    frame.createOrReplaceTempView("statestore")
     row = spark.sql(SPARK_QUERY).collect()[0]
     return row["row_count"], row["key_chars"]
 
 
-def best_of(repeat: int, action):
+def best_of(repeat: int, action: Callable):
     timings, result = [], None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -127,49 +216,142 @@ def best_of(repeat: int, action):
     return min(timings), result
 
 
-def spark_fresh_seconds(checkpoint: Path) -> float:
+def _run_python(code: str) -> list[str]:
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return completed.stdout.strip().splitlines()
+
+
+def spark_fresh_seconds(checkpoint: Path, version: int) -> float:
     code = (
         "import time; t = time.perf_counter()\n"
         "from pipelines.queries import build_session\n"
         "from bench.state_rows import spark_count\n"
         "from pathlib import Path\n"
-        "spark = build_session('bench-fresh', master='local[2]', conf={'spark.sql.shuffle.partitions': '8'})\n"
-        f"print(spark_count(spark, Path({str(checkpoint)!r})))\n"
+        f"spark = build_session('bench-fresh', master='local[2]', conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
+        f"print(spark_count(spark, Path({str(checkpoint)!r}), {version}))\n"
         "spark.stop(); print(time.perf_counter() - t)\n"
     )
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    return float(output.strip().splitlines()[-1])
+    return float(_run_python(code)[-1])
+
+
+def ours_peak_memory_mib(checkpoint: Path, version: int) -> tuple[float, float]:
+    """Run ours once in a fresh process; return its RSS just before and its peak RSS, in MiB.
+
+    (tracemalloc is no use here: CheckpointStorage's bounded read asks the file for up to
+    max_bytes, which Python allocates up front as untouched virtual memory.)
+    """
+    code = (
+        "import os, resource\n"
+        "from pathlib import Path\n"
+        "from bench.state_rows import measure_ours\n"
+        "print(int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20)\n"
+        f"measure_ours(Path({str(checkpoint)!r}), {version})\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    before, peak = _run_python(code)[-2:]
+    return float(before), float(peak)
+
+
+def describe_state(paths: list[Path], version: int) -> str:
+    kinds = sorted((p.name for p in paths if p.parent.name == "0"), key=lambda name: int(name.split(".")[0]))
+    size = sum(p.stat().st_size for p in paths)
+    return f"version {version}: partition 0 loads {kinds}; {len(paths)} files, {size / 1e6:.1f} MB compressed"
+
+
+@dataclass
+class Figures:
+    checkpoint: Path
+    version: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    ours: StateSize | None = None
+    rows_equal: bool = False
+
+
+def measure_case(checkpoint: Path, version: int, repeat: int) -> Figures:
+    """The single-process measurements of one case."""
+    figures, paths = Figures(checkpoint, version), chain_files(checkpoint, version)
+    figures.notes.append(describe_state(paths, version))
+    figures.seconds["ours"], figures.ours = best_of(repeat, lambda: measure_ours(checkpoint, version))
+    figures.seconds["decompression only"], raw_bytes = best_of(repeat, lambda: measure_decompression(paths))
+    figures.seconds["raw lz4"], _ = best_of(repeat, lambda: measure_raw_lz4(paths))
+    before, peak = ours_peak_memory_mib(checkpoint, version)
+    figures.notes.append(f"ours: {figures.ours}; {raw_bytes / 1e6:.0f} MB decompressed")
+    figures.notes.append(f"a fresh process running ours once: RSS {before:.0f} MiB before, peak {peak:.0f} MiB")
+    figures.seconds["spark fresh process"] = spark_fresh_seconds(checkpoint, version)
+    figures.rows_equal = True
+    return figures
+
+
+def add_pooled(cases: dict[str, Figures], repeat: int) -> None:
+    """Time ours over a pool of 2 processes, started and warmed up first."""
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn"), initializer=_import_library) as pool:
+        list(pool.map(time.sleep, [1, 1]))  # both workers up and initialised
+        for figures in cases.values():
+            checkpoint, version = figures.checkpoint, figures.version
+            figures.seconds["ours, 2 processes"], pooled = best_of(
+                repeat, lambda: measure_ours_in_pool(pool, checkpoint, version)
+            )
+            figures.rows_equal = figures.rows_equal and pooled == figures.ours
+
+
+def _import_library() -> None:
+    import workers.checkpoint.staterows  # noqa: F401
+
+
+def add_spark_warm(cases: dict[str, Figures], repeat: int) -> None:
+    from pipelines.queries import build_session
+
+    spark = build_session("bench-warm", master="local[2]", conf={"spark.sql.shuffle.partitions": str(PARTITIONS)})
+    for figures in cases.values():
+        checkpoint, version = figures.checkpoint, figures.version
+        spark_count(spark, checkpoint, version)  # warm-up: JIT, class loading, file system caches
+        figures.seconds["spark warm"], (rows, key_chars) = best_of(repeat, lambda: spark_count(spark, checkpoint, version))
+        figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
+        figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")
+    spark.stop()
+
+
+def report(label: str, figures: Figures) -> None:
+    seconds = figures.seconds
+    print(f"\n== {label}")
+    for note in figures.notes:
+        print(f"   {note}")
+    for name, value in seconds.items():
+        print(f"   {name:<22} {value:8.3f} s")
+    print(
+        f"   ratios: spark warm / ours = {seconds['spark warm'] / seconds['ours']:.1f}x, "
+        f"spark fresh / ours = {seconds['spark fresh process'] / seconds['ours']:.1f}x, "
+        f"ours / raw lz4 = {seconds['ours'] / seconds['raw lz4']:.1f}x, "
+        f"spark warm / ours 2 processes = {seconds['spark warm'] / seconds['ours, 2 processes']:.1f}x, "
+        f"ours 2 processes / raw lz4 = {seconds['ours, 2 processes'] / seconds['raw lz4']:.1f}x, "
+        f"decompression only / raw lz4 = {seconds['decompression only'] / seconds['raw lz4']:.1f}x"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--rows-per-batch", type=int, default=250_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args(argv)
     base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-"))
-    checkpoint = build_state(base, args.rows_per_batch)
-    version = latest_version(checkpoint)
-    files = sorted(p.name for p in (checkpoint / "state" / "0" / "0").glob("*.*") if not p.name.startswith("."))
-    print(f"checkpoint {checkpoint}, version {version}, partition 0 files: {files}")
-
-    ours_s, ours = best_of(args.repeat, lambda: measure_ours(checkpoint, version))
-    raw_s, raw_bytes = best_of(args.repeat, lambda: measure_raw_lz4(checkpoint, version))
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"ours:       {ours_s:7.3f} s  {ours}  (peak RSS so far {peak_mib:.0f} MiB)")
-    print(f"raw lz4:    {raw_s:7.3f} s  {raw_bytes} bytes decompressed")
-
-    spark = build_session("bench-warm", master="local[2]", conf={"spark.sql.shuffle.partitions": "8"})
-    spark_count(spark, checkpoint)  # warm-up: JIT, class loading, file system caches
-    warm_s, (spark_rows, key_chars) = best_of(args.repeat, lambda: spark_count(spark, checkpoint))
-    spark.stop()
-    fresh_s = spark_fresh_seconds(checkpoint)
-    print(f"spark warm: {warm_s:7.3f} s  rows {spark_rows}, key chars {key_chars}")
-    print(f"spark fresh process: {fresh_s:7.3f} s")
-    print(f"rows equal: {spark_rows == ours.rows}")
-    print(f"ratios: spark warm / ours = {warm_s / ours_s:.1f}x, spark fresh / ours = {fresh_s / ours_s:.1f}x, "
-          f"ours / raw lz4 = {ours_s / raw_s:.1f}x")
-    return 0 if spark_rows == ours.rows else 1
+    labels = args.cases.split(",")
+    variants = dict.fromkeys(CASES[label][0] for label in labels)
+    checkpoints = {variant: build_state(base / variant, VARIANTS[variant], args.rows_per_batch) for variant in variants}
+    print(f"load average before measuring: {os.getloadavg()}")
+    cases = {}
+    for label in labels:
+        variant, choose_version = CASES[label]
+        checkpoint = checkpoints[variant]
+        cases[label] = measure_case(checkpoint, choose_version(checkpoint), args.repeat)
+    add_pooled(cases, args.repeat)
+    add_spark_warm(cases, args.repeat)
+    for label, figures in cases.items():
+        report(label, figures)
+    print(f"\nload average after: {os.getloadavg()}")
+    return 0 if all(figures.rows_equal for figures in cases.values()) else 1
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import countOf, not_
+from operator import countOf
 
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .statefiles import find_record_run, iter_run_keys, scan_records
@@ -33,8 +33,9 @@ from .storage import CheckpointStorage
 
 REMOVED = -1
 # Runs shorter than this are read record by record (a bulk step costs about as much as eight
-# records); such a scan stops where this many records in a row have the same sizes.
+# records), SCAN_BYTES of records at a time before looking for a run again.
 MIN_BULK_RECORDS = 8
+SCAN_BYTES = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +126,10 @@ def apply_delta(
     pos = 0
     while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum)) is not None:
         if run.count < MIN_BULK_RECORDS:
-            keys, value_sizes, end = scan_records(raw, pos, row_checksum=row_checksum, streak=MIN_BULK_RECORDS)
+            end = scan_records(
+                raw, pos, changes, row_checksum=row_checksum, forget_removals=not keep_removals, max_bytes=SCAN_BYTES
+            )
             if end > pos:
-                _apply_records(keys, value_sizes, changes, keep_removals)
                 pos = end
                 continue
         keys = iter_run_keys(raw, run, row_checksum=row_checksum)
@@ -140,35 +142,20 @@ def apply_delta(
         pos = run.end
 
 
-def _apply_records(keys: list[bytes], value_sizes: list[int], changes: dict[bytes, int], keep_removals: bool) -> None:
-    """Apply scanned records in order (C-level unless removals to forget mix with puts)."""
-    removals = countOf(value_sizes, REMOVED)
-    if keep_removals or not removals:
-        changes.update(zip(keys, value_sizes))
-    elif removals == len(keys):
-        deque(map(changes.pop, keys, repeat(None)), maxlen=0)
-    else:
-        for key, value_size in zip(keys, value_sizes):
-            if value_size == REMOVED:
-                changes.pop(key, None)
-            else:
-                changes[key] = value_size
-
-
 def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
     """Size the records of a snapshot whose keys are not in ``changes``.
 
-    With ``changes`` empty no key is cut out: a run of n equal-sized records counts at once.
+    With ``changes`` empty no key is cut out of a run: n equal-sized records count at once.
+    Spark writes a snapshot from its map, so each key is in it once.
     """
     total = StateSize(0, 0, 0)
     pos = 0
     while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False)):
         if run.count < MIN_BULK_RECORDS:
-            keys, value_sizes, end = scan_records(
-                raw, pos, row_checksum=row_checksum, removals_allowed=False, streak=MIN_BULK_RECORDS
-            )
+            scanned: dict[bytes, int] = {}
+            end = scan_records(raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES)
             if end > pos:
-                total = total + _size_records(keys, value_sizes, changes)
+                total = total + _size_records(scanned, changes)
                 pos = end
                 continue
         live = run.count
@@ -179,7 +166,8 @@ def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_ch
     return total
 
 
-def _size_records(keys: list[bytes], value_sizes: list[int], changes: dict[bytes, int]) -> StateSize:
+def _size_records(scanned: dict[bytes, int], changes: dict[bytes, int]) -> StateSize:
     """Size the scanned snapshot records whose keys are not in ``changes``."""
-    is_live = list(map(not_, map(changes.__contains__, keys))) if changes else [True] * len(keys)
-    return StateSize(countOf(is_live, True), sum(map(len, compress(keys, is_live))), sum(compress(value_sizes, is_live)))
+    if changes:
+        scanned = {key: size for key, size in scanned.items() if key not in changes}
+    return StateSize(len(scanned), sum(map(len, scanned)), sum(scanned.values()))
