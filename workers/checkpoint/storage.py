@@ -33,6 +33,8 @@ _BACKEND_ERRORS = (OSError, fsspec.exceptions.FSTimeoutError)
 
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 _LOCAL_SCHEMES = frozenset({"file", "local"})
+# Local reads go in pieces of this size (see CheckpointStorage._read_local).
+LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
 # fsspec listing keys that carry a modification time, most specific first. The memory
 # filesystem only records "created", which is the mtime of Spark's write-once files.
 _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
@@ -162,6 +164,8 @@ class CheckpointStorage:
             # An unknown scheme, or a backend such as s3fs that is not installed.
             raise StorageError(self.url, f"cannot open this filesystem: {exc}") from exc
         self._root = root if root == "/" else root.rstrip("/")
+        protocols = self._fs.protocol if isinstance(self._fs.protocol, tuple) else (self._fs.protocol,)
+        self._is_local = bool(_LOCAL_SCHEMES & set(protocols))
 
     def __repr__(self) -> str:
         return f"CheckpointStorage({self.url!r})"
@@ -205,7 +209,7 @@ class CheckpointStorage:
         # more than the budget is ever held in memory.
         end = None if max_bytes is None else start + max_bytes + 1
         try:
-            data = bytes(self._fs.cat_file(path, start=start, end=end))
+            data = self._read_local(path, start, end) if self._is_local else bytes(self._fs.cat_file(path, start=start, end=end))
         except FileNotFoundError:
             raise MissingFileError(relpath, "no such file") from None
         except _BACKEND_ERRORS as exc:
@@ -214,6 +218,23 @@ class CheckpointStorage:
         if max_bytes is not None and len(data) > max_bytes:
             raise CorruptFileError(relpath, f"file is larger than the read limit of {max_bytes} bytes")
         return data
+
+    def _read_local(self, path: str, start: int, end: int | None) -> bytes:
+        """Read [start, end) of a local file in chunks.
+
+        A local ``read(n)`` allocates n bytes before reading, so asking for the whole budget
+        (1 GiB for state files) at once would reserve it for every small file.
+        """
+        chunks, position = [], start
+        with self._fs.open(path, "rb") as handle:
+            handle.seek(start)
+            while end is None or position < end:
+                chunk = handle.read(LOCAL_READ_CHUNK_BYTES if end is None else min(LOCAL_READ_CHUNK_BYTES, end - position))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                position += len(chunk)
+        return b"".join(chunks)
 
     def find_bytes(self, relpath: str, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes | None:
         """Return the content of a file, or None when it does not exist."""

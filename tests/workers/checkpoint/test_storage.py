@@ -275,3 +275,30 @@ def test_a_range_read_longer_than_the_limit_is_refused(tmp_path):
     (tmp_path / "log").write_bytes(b"0123456789")
     with pytest.raises(CorruptFileError, match=r"^log: file is larger than the read limit of 3 bytes"):
         CheckpointStorage(str(tmp_path)).read_range("log", 5, max_bytes=3)
+
+
+def test_a_local_read_does_not_reserve_its_whole_budget(tmp_path):
+    import tracemalloc
+
+    (tmp_path / "small").write_bytes(b"x" * 100)
+    storage = CheckpointStorage(str(tmp_path))
+    tracemalloc.start()
+    try:
+        storage.read_bytes("small", max_bytes=512 * 1024 * 1024)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+
+
+def test_a_local_read_larger_than_one_chunk_is_whole(tmp_path, monkeypatch):
+    from workers.checkpoint import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "LOCAL_READ_CHUNK_BYTES", 7)
+    data = bytes(range(256)) * 3
+    (tmp_path / "big").write_bytes(data)
+    storage = CheckpointStorage(str(tmp_path))
+    assert storage.read_bytes("big") == data
+    assert storage.read_range("big", 100, max_bytes=len(data) - 100) == data[100:]
+    with pytest.raises(CorruptFileError):
+        storage.read_range("big", 100, max_bytes=len(data) - 101)
