@@ -271,9 +271,8 @@ class LineageItem:
 class ChangelogRecord:
     """One change (RecordType): "put", "delete" (value None), "merge", "delete_range" (value = end key).
 
-    v1/v3 records come from statefiles.iter_state_records, which floors a put's value to a
-    multiple of 8 bytes (an HDFS reader quirk): the last byte of a RocksDB value (one version byte
-    plus an UnsafeRow) is then missing. Keys are exact.
+    v1/v3 records are framed like HDFS deltas and read by statefiles.iter_state_records, without
+    its flooring of values to 8-byte words (a RocksDB value is one version byte plus an UnsafeRow).
     """
 
     record_type: str
@@ -367,7 +366,7 @@ def _framed_like_delta(raw: bytes, pos: int, source: str, row_checksum: bool) ->
     try:
         return tuple(
             ChangelogRecord("delete" if record.value is None else "put", record.key, record.value)
-            for record in iter_state_records(raw[pos:], source=source, row_checksum=row_checksum)
+            for record in iter_state_records(raw[pos:], source=source, row_checksum=row_checksum, floor_values=False)
         )
     except CorruptFileError as error:
         if not pos or error.offset is None:

@@ -71,14 +71,17 @@ def parse_state_file(
 
 
 def iter_state_records(
-    raw: bytes, *, source: str, row_checksum: bool = False, removals_allowed: bool = True
+    raw: bytes, *, source: str, row_checksum: bool = False, removals_allowed: bool = True, floor_values: bool = True
 ) -> Iterator[StateRecord]:
     """Yield the records of a decompressed state file up to its end marker.
 
-    ``removals_allowed=False`` reads a snapshot. Offsets in errors are positions in the
-    decompressed content. Raises TruncatedFileError when the content ends before the end marker
-    or inside a record, CorruptFileError for a negative size Spark rejects.
+    ``removals_allowed=False`` reads a snapshot. ``floor_values=False`` keeps values whole: the
+    HDFS provider's reader floors them to 8-byte words, RocksDB changelogs (same framing, values
+    of 1 + 8k bytes) must not be. Offsets in errors are positions in the decompressed content.
+    Raises TruncatedFileError when the content ends before the end marker or inside a record,
+    CorruptFileError for a negative size Spark rejects.
     """
+    keep = ~7 if floor_values else -1
     skip = CHECKSUM_PREFIX_BYTES if row_checksum else 0
     pos = 0
     while (sizes := read_record_sizes(raw, pos, source, row_checksum, removals_allowed)) is not None:
@@ -91,7 +94,7 @@ def iter_state_records(
         value_at = key_at + key_size + 4 + skip
         value_end = key_at + key_size + 4 + value_size
         # readSnapshotFile/updateFromDeltaFile floor the value to whole 8-byte words.
-        yield StateRecord(raw[key_at : key_at + key_size], raw[value_at : value_at + ((value_end - value_at) & ~7)])
+        yield StateRecord(raw[key_at : key_at + key_size], raw[value_at : value_at + ((value_end - value_at) & keep)])
         pos = value_end
 
 

@@ -30,6 +30,7 @@ from workers.checkpoint.rocksdbstate import (
     parse_changelog_content,
     parse_rocksdb_checkpoint_metadata,
     parse_rocksdb_zip,
+    read_changelog,
     read_rocksdb_version,
     read_rocksdb_zip,
     resolve_load_chain,
@@ -396,3 +397,22 @@ def test_every_truncation_and_byte_flip_parses_or_raises_a_checkpoint_error_nami
             parse_any(path, variant)
         except CheckpointError as error:
             assert str(error).startswith(f"{path.name}: ")
+
+
+@pytest.mark.parametrize("name", ["rocksdb_changelog_agg", "rocksdb_checkpoint_v2_dedup"])
+def test_changelog_values_are_whole_rocksdb_values(name):
+    # RocksDB's unsaferow encoding: one encoding-version byte 0x00, then an UnsafeRow (8-byte
+    # words), so a value is 1 + 8k bytes. The HDFS reader's flooring to 8 bytes must not apply.
+    checkpoint = OUR_FIXTURES / name / "checkpoint"
+    storage = storage_of(name)
+    changelogs = sorted(checkpoint.glob("state/0/0/*.changelog"))
+    assert changelogs
+    puts = [
+        record.value
+        for path in changelogs
+        for record in read_changelog(storage, path.relative_to(checkpoint).as_posix(), codec=None).records
+        if record.value is not None
+    ]
+    assert puts
+    assert {len(value) % 8 for value in puts} == {1}
+    assert {value[0] for value in puts} == {0}
