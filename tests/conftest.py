@@ -51,6 +51,13 @@ def viewer_user(django_user_model):
 
 
 @pytest.fixture
+def viewer_client(client, viewer_user):
+    """A test client signed in as the viewer."""
+    client.force_login(viewer_user)
+    return client
+
+
+@pytest.fixture
 def eager_celery():
     """Run tasks in the calling process (for view tests that only check what a task leads to)."""
     from ckptweb.celery import app

@@ -27,12 +27,6 @@ def synced_dedup(copy_checkpoint) -> Checkpoint:
     return checkpoint
 
 
-@pytest.fixture
-def viewer_client(client, viewer_user):
-    client.force_login(viewer_user)
-    return client
-
-
 def test_query_page_shows_each_compactible_log(viewer_client, synced_dedup):
     page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
     table = page[page.index('id="metadata-logs"'):page.index("</table>", page.index('id="metadata-logs"'))]

@@ -26,12 +26,6 @@ def synced(copy_checkpoint) -> Checkpoint:
     return checkpoint
 
 
-@pytest.fixture
-def viewer_client(client, viewer_user):
-    client.force_login(viewer_user)
-    return client
-
-
 def _all_url_names(resolver=None, namespace: str = "") -> list[str]:
     names = []
     for entry in (resolver or get_resolver()).url_patterns:
