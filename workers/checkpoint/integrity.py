@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .compactible import all_valid_batches, derive_compact_interval, is_compaction_batch, next_compaction_batch_id
+from .compactible import next_compaction_batch_id
 from .errors import (
     CheckpointError,
     CorruptFileError,
@@ -59,11 +59,19 @@ from .errors import (
     UnsupportedVersionError,
 )
 from .inventory import TreeListing, is_hadoop_checksum, is_side_file, is_temporary_name, join_path, list_tree
-from .layout import COMMITS_DIR, COMPACT_FILE_SUFFIX, METADATA_FILE, OFFSETS_DIR, parse_batch_id
+from .layout import COMMITS_DIR, COMPACT_FILE_SUFFIX, METADATA_FILE, OFFSETS_DIR
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
-from .logfile import JsonSite, parse_json_value
-from .metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, file_source_log_dirs, read_metadata_log, sink_log_location
-from .offsets import OffsetSeq
+from .metadatalog import (
+    DEFAULT_COMPACT_INTERVAL,
+    LogKind,
+    file_source_log_dirs,
+    files_read_for_latest,
+    log_batch_files,
+    log_compact_interval,
+    read_metadata_log,
+    sink_log_location,
+)
+from .offsets import OffsetSeq, offset_as_json
 from .rocksdbstate import parse_rocksdb_store_files, resolve_load_chain
 from .stateinventory import (
     STATE_DIR,
@@ -218,15 +226,8 @@ def _file_source_logs(reads: Iterable[ReadOutcome]) -> list[str]:
     """The ``sources/<i>`` of file sources, told by the newest offsets file that could be read."""
     for read in reads:
         if isinstance(read.value, OffsetSeq):
-            return file_source_log_dirs([_offset_json(offset) for offset in read.value.offsets])
+            return file_source_log_dirs([offset_as_json(offset) for offset in read.value.offsets])
     return []
-
-
-def _offset_json(offset: str | None) -> Any:
-    try:
-        return None if offset is None else parse_json_value(offset, JsonSite("offset", "offset"))
-    except CheckpointError:
-        return None
 
 
 def _read_compactible_log(
@@ -431,35 +432,8 @@ def check_commits_without_offsets(offset_ids: Sequence[int], commit_ids: Sequenc
 
 
 def needed_log_files(files: Iterable[FileInfo], default_interval: int = DEFAULT_COMPACT_INTERVAL) -> list[str]:
-    """Name the files CompactibleFileStreamLog.allFiles reads for the latest batch of a listing.
-
-    The latest compaction (``N.compact``, by the interval Spark derives from the ``.compact``
-    files present) and every batch after it; [] for a log without batch files.
-    """
-    batch_files = _log_batch_files(files)
-    if not batch_files:
-        return []
-    interval = _compact_interval(batch_files, default_interval)
-    return [
-        f"{b}{COMPACT_FILE_SUFFIX}" if is_compaction_batch(b, interval) else str(b)
-        for b in all_valid_batches(max(batch_files), interval)
-    ]
-
-
-def _log_batch_files(files: Iterable[FileInfo]) -> dict[int, str]:
-    """Batch id -> file name in a compactible log's listing (checksums, temporaries skipped)."""
-    batch_files = {}
-    for info in files:
-        batch_id = None if info.is_dir else parse_batch_id(info.name, compactible=True)
-        if batch_id is not None:
-            batch_files[batch_id] = info.name
-    return batch_files
-
-
-def _compact_interval(batch_files: dict[int, str], default_interval: int) -> int:
-    """The compact interval Spark derives from the ``.compact`` files present (else the configured one)."""
-    compacts = [b for b, name in batch_files.items() if name.endswith(COMPACT_FILE_SUFFIX)]
-    return derive_compact_interval(compacts, default_interval)
+    """Name the files CompactibleFileStreamLog.allFiles reads for the latest batch of a listing."""
+    return files_read_for_latest(log_batch_files(files), default_interval)
 
 
 def check_compactible_logs(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -495,7 +469,7 @@ def check_sink_log_behind(facts: CheckpointFacts) -> Iterator[Finding]:
     """The file sink logs every batch before it is committed, so its log never ends earlier."""
     commit_ids = facts.commit_ids
     for log in facts.logs:
-        batch_files = _log_batch_files(log.files)
+        batch_files = log_batch_files(log.files)
         if log.kind != "sink" or not commit_ids or not batch_files:
             continue
         end = max(batch_files)
@@ -508,14 +482,14 @@ def check_sink_log_behind(facts: CheckpointFacts) -> Iterator[Finding]:
             f"entries of {_batch_range(end + 1, committed)} are lost",
             f"The restart works and Spark does not rewrite committed batches; once batch {committed + 1} "
             "is added every reader of the sink fails, and the query fails at the compaction of batch "
-            f"{next_compaction_batch_id(committed, _compact_interval(batch_files, log.default_interval))}.",
+            f"{next_compaction_batch_id(committed, log_compact_interval(batch_files, log.default_interval))}.",
         )
 
 
 def check_sink_log_present(facts: CheckpointFacts) -> Iterator[Finding]:
     """A sink log given for a checkpoint with commits but holding no batch file at all."""
     for log in facts.logs:
-        if log.kind == "sink" and facts.commit_ids and not _log_batch_files(log.files):
+        if log.kind == "sink" and facts.commit_ids and not log_batch_files(log.files):
             yield Finding(
                 "warning", "sink-log-missing", log.path,
                 "no batch file in the sink log: this is not a file sink's output, or its log was deleted",

@@ -13,7 +13,7 @@ only the files ``all_valid_batches(latest, interval)`` names are read, as Spark'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -91,8 +91,8 @@ def read_metadata_log(
     """
     if kind not in ("source", "sink"):
         raise ValueError(f"kind must be 'source' or 'sink', got {kind!r}")
-    batches = _batch_files(storage.list_dir(dirname))
-    compacts = tuple(sorted(b for b, info in batches.items() if info.name.endswith(COMPACT_FILE_SUFFIX)))
+    batches = log_batch_files(storage.list_dir(dirname))
+    compacts = _compact_batches(batches)
     interval = derive_compact_interval(list(compacts), default_interval)
     latest = max(batches, default=None)
     live = 0 if latest is None else _count_live_entries(storage, dirname, kind, latest, interval)
@@ -135,7 +135,33 @@ def file_source_log_dirs(offsets: Sequence[Any]) -> list[str]:
     ]
 
 
-def _batch_files(listing: list[FileInfo]) -> dict[int, FileInfo]:
+def log_compact_interval(batches: dict[int, FileInfo], default_interval: int = DEFAULT_COMPACT_INTERVAL) -> int:
+    """The interval Spark derives from the ``.compact`` files among ``batches`` (log_batch_files)."""
+    return derive_compact_interval(list(_compact_batches(batches)), default_interval)
+
+
+def files_read_for_latest(batches: dict[int, FileInfo], default_interval: int = DEFAULT_COMPACT_INTERVAL) -> list[str]:
+    """Name the files CompactibleFileStreamLog.allFiles reads for the latest batch of a log.
+
+    The latest compaction (``N.compact``, by the interval Spark derives) and every batch after
+    it; [] for a log without batch files.
+    """
+    if not batches:
+        return []
+    interval = log_compact_interval(batches, default_interval)
+    return [_batch_file_name(batch_id, interval) for batch_id in all_valid_batches(max(batches), interval)]
+
+
+def _compact_batches(batches: dict[int, FileInfo]) -> tuple[int, ...]:
+    return tuple(sorted(b for b, info in batches.items() if info.name.endswith(COMPACT_FILE_SUFFIX)))
+
+
+def _batch_file_name(batch_id: int, interval: int) -> str:
+    """batchIdToPath: ``N.compact`` for a compaction batch, else ``N``."""
+    return f"{batch_id}{COMPACT_FILE_SUFFIX}" if is_compaction_batch(batch_id, interval) else str(batch_id)
+
+
+def log_batch_files(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
     """Map batch id -> file of the listing, ignoring checksums, temporaries and directories."""
     files = {}
     for info in listing:
@@ -160,8 +186,8 @@ def _read_entries(
     storage: CheckpointStorage, dirname: str, kind: LogKind, batch_id: int, interval: int
 ) -> tuple[SinkFileStatus | FileEntry, ...]:
     """Read batch ``batch_id`` under the name batchIdToPath gives it: ``N.compact`` or ``N``."""
-    suffix = COMPACT_FILE_SUFFIX if is_compaction_batch(batch_id, interval) else ""
-    relpath = f"{dirname}/{batch_id}{suffix}" if dirname else f"{batch_id}{suffix}"
+    name = _batch_file_name(batch_id, interval)
+    relpath = f"{dirname}/{name}" if dirname else name
     parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
     return parse(storage.read_bytes(relpath), source=relpath)
 

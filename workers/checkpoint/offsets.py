@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CorruptFileError, TruncatedFileError
+from .errors import CheckpointError, CorruptFileError, TruncatedFileError
 from .logfile import (
     JsonSite,
     LogFile,
@@ -30,6 +30,7 @@ from .logfile import (
     get_object,
     get_object_map,
     parse_json_object,
+    parse_json_value,
     parse_log_file,
 )
 
@@ -128,3 +129,13 @@ def _parse_offset_map(log: LogFile, metadata: OffsetSeqMetadata, *, source: str)
         source_ids.append(source_id)
         offsets.append(_parse_offset(offset))
     return OffsetSeq(log.version, metadata, tuple(offsets), tuple(source_ids))
+
+
+def offset_as_json(offset: str | None) -> Any:
+    """Return an offset as JSON when it is JSON (as StreamingQueryProgress does), else as written."""
+    if offset is None:
+        return None
+    try:
+        return parse_json_value(offset, JsonSite("offset", "offset"))
+    except CheckpointError:
+        return offset

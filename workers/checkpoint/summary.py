@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import CheckpointError
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
+from .offsets import offset_as_json
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
-from .logfile import JsonSite, parse_json_value
 from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log, sink_log_location
 
 if TYPE_CHECKING:
@@ -176,18 +176,8 @@ def _summarize_batch(
         timestamp_ms=None if metadata is None else metadata.batch_timestamp_ms,
         watermark_ms=None if metadata is None else metadata.batch_watermark_ms,
         is_committed=is_committed,
-        sources=tuple(_offset_as_json(offset) for offset in offset_seq.offsets),
+        sources=tuple(offset_as_json(offset) for offset in offset_seq.offsets),
     )
-
-
-def _offset_as_json(offset: str | None) -> Any:
-    """Return an offset as JSON when it is JSON (as StreamingQueryProgress does), else as written."""
-    if offset is None:
-        return None
-    try:
-        return parse_json_value(offset, JsonSite("offset", "offset"))
-    except CheckpointError:
-        return offset
 
 
 def _id_range(batch_ids: tuple[int, ...]) -> dict[str, int | None]:
