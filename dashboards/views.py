@@ -102,7 +102,7 @@ def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) ->
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
     log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
     sizes = _compact_sizes(log)
-    figure = compact_size_figure(sizes, _outlook(checkpoint, log, sizes))
+    figure = compact_size_figure(sizes, _outlook(log, sizes, _trigger_seconds(checkpoint)))
     return HttpResponse(figure.to_json(), content_type="application/json")
 
 
@@ -219,8 +219,9 @@ def _batch_page_context(request: HttpRequest, checkpoint: Checkpoint) -> dict:
 
 def _metadata_log_context(checkpoint: Checkpoint) -> dict:
     logs = list(checkpoint.metadata_logs.all())
+    trigger = _trigger_seconds(checkpoint) if logs else None
     return {
-        "metadata_logs": [(log, _outlook(checkpoint, log, _compact_sizes(log))) for log in logs],
+        "metadata_logs": [(log, _outlook(log, _compact_sizes(log), trigger)) for log in logs],
         "compaction_speed": settings.COMPACTION_BYTES_PER_SECOND,
     }
 
@@ -229,9 +230,12 @@ def _compact_sizes(log: MetadataLog) -> list[tuple[int, int]]:
     return list(log.compact_files.values_list("batch_id", "size_bytes"))
 
 
-def _outlook(checkpoint: Checkpoint, log: MetadataLog, sizes: list[tuple[int, int]]) -> CompactionOutlook | None:
+def _trigger_seconds(checkpoint: Checkpoint) -> float | None:
+    return median_trigger_seconds(checkpoint.batches.recent_timestamps(TRIGGER_SAMPLE_BATCHES))
+
+
+def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | None) -> CompactionOutlook | None:
     """The projection for a sink log (its batch ids are the query's); source logs count by logOffset."""
-    trigger = median_trigger_seconds(checkpoint.batches.recent_timestamps(TRIGGER_SAMPLE_BATCHES))
     if trigger is None or log.latest_batch_id is None:
         return None
     return project_compaction(

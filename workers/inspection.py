@@ -38,6 +38,8 @@ class Inspection:
     inventory: list[InventoryRow] = field(default_factory=list)
     findings: list[integrity.Finding] = field(default_factory=list)
     state: list[StatePartitionSummary] = field(default_factory=list)
+    # Logs that exist but could not be read this time: they keep their last good figures.
+    unreadable_logs: list[str] = field(default_factory=list)
 
 
 def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
@@ -77,7 +79,8 @@ def read_inspection(
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
         listing=facts.listing,
     )
-    return Inspection(metadata_logs=logs, inventory=inventory, findings=integrity.run_checks(facts), state=state)
+    unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
+    return Inspection(logs, inventory, integrity.run_checks(facts), state, unreadable)
 
 
 def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
@@ -86,7 +89,7 @@ def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Ma
     latest = facts.value_of(f"offsets/{offset_ids[-1]}") if offset_ids else None
     if latest is not None and latest.metadata is not None:
         return latest.metadata.conf
-    return checkpoint.batches.order_by("-batch_id").values_list("conf", flat=True).first() or {}
+    return checkpoint.batches.latest_conf()
 
 
 def _commits_with_state_ids(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:
@@ -101,9 +104,7 @@ def _commits_with_state_ids(checkpoint: Checkpoint) -> dict[int, SimpleNamespace
 def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
     """Upsert logs, compact files and findings, add an inventory pass (call in a transaction)."""
     seen = [_store_log(checkpoint, summary, now).pk for summary in inspection.metadata_logs]
-    # A log that could not be read this time keeps its last good figures (its finding says why).
-    failing = {finding.path.rsplit("/", 1)[0] for finding in inspection.findings if finding.severity == "error"}
-    checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=failing).delete()
+    checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=inspection.unreadable_logs).delete()
     DirectoryInventory.objects.bulk_create(_inventory_row(checkpoint, row, now) for row in inspection.inventory)
     _store_state(checkpoint, inspection.state, now)
     _store_findings(checkpoint, inspection.findings, now)

@@ -55,7 +55,7 @@ def _decode_into(sample: StateSample) -> None:
     if schema is None:
         raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
     sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
-    conf = state_conf(checkpoint.batches.order_by("-batch_id").values_list("conf", flat=True).first() or {})
+    conf = state_conf(checkpoint.batches.latest_conf())
     store_dir = StateStoreDir(
         partition.operator, partition.partition, partition.store, partition.path,
         tuple(StateFileInfo(info.name, info.size, info.is_dir) for info in entries),

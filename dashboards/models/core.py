@@ -159,6 +159,10 @@ class BatchQuerySet(models.QuerySet):
     def uncommitted(self) -> BatchQuerySet:
         return self.filter(is_committed=False)
 
+    def latest_conf(self) -> dict[str, str]:
+        """The SQL conf the newest batch pinned in the offset log ({} without batches)."""
+        return self.order_by("-batch_id").values_list("conf", flat=True).first() or {}
+
     def recent_timestamps(self, count: int) -> list[int]:
         """batchTimestampMs of the newest ``count`` batches (for the trigger interval)."""
         return list(self.order_by("-batch_id").values_list("timestamp_ms", flat=True)[:count])

@@ -100,11 +100,7 @@ class BatchProgress(models.Model):
 class StateOperatorMetricsQuerySet(models.QuerySet):
     def for_chart(self, query_id) -> StateOperatorMetricsQuerySet:
         """Every operator's figures of every reported batch of a query, oldest batch first."""
-        return (
-            self.filter(progress__query_id=query_id)
-            .order_by("progress__batch_id", "operator_index")
-            .select_related(None)
-        )
+        return self.filter(progress__query_id=query_id).order_by("progress__batch_id", "operator_index")
 
 
 class StateOperatorMetrics(models.Model):

@@ -155,14 +155,9 @@ def test_rocksdb_format_2_rows_are_unknown_rather_than_guessed():
 
 
 def test_the_configured_compact_interval_applies_until_a_log_has_a_compaction(tmp_path):
-    entry = (
-        b'{"path":"file:///out/part-%d","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,'
-        b'"blockSize":1,"action":"add"}'
-    )
-    log = tmp_path / "sink" / "_spark_metadata"
-    log.mkdir(parents=True)
-    for batch in range(2):
-        (log / str(batch)).write_bytes(b"v1\n" + entry % batch)
+    from factories import write_sink_log
+
+    write_sink_log(tmp_path / "sink" / "_spark_metadata", range(2))
 
     default = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink")["metadata_logs"][0]
     configured = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink", "--compact-interval", "5")["metadata_logs"][0]

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from dashboards.models import Checkpoint, Finding, MetadataLog
-from factories import make_checkpoint
+from factories import make_checkpoint, write_sink_log
 from fixture_paths import OUR_FIXTURES
 from workers.sync import sync_checkpoint
 
@@ -144,13 +144,7 @@ def test_the_configured_compact_interval_applies_until_the_sink_log_compacts(cop
 
     checkpoint_dir = copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")
     log = checkpoint_roots / "sink" / "_spark_metadata"
-    log.mkdir(parents=True)
-    entry = (
-        b'{"path":"file:///out/part-%d","size":1,"isDir":false,"modificationTime":1,"blockReplication":1,'
-        b'"blockSize":1,"action":"add"}'
-    )
-    for batch in range(3):
-        (log / str(batch)).write_bytes(b"v1\n" + entry % batch)
+    write_sink_log(log, range(3))
     checkpoint = make_checkpoint(url=str(checkpoint_dir), sink_log_url=str(log.parent), file_log_compact_interval=5)
 
     sync_checkpoint(checkpoint.pk)
