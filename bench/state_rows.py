@@ -3,7 +3,7 @@
 Usage (from the repository root; ~10 minutes on 2 cores the first time, PySpark 4.3.0, Java 17)::
 
     .venv/bin/python -m bench.state_rows [--workdir DIR] [--rows-per-batch 250000] [--repeat 5]
-                                         [--cases "fixed,variable,snapshot + deltas,snapshot only"]
+                                         [--cases "fixed,variable,snapshot + deltas,snapshot only,..."]
 
 1. Builds one state per variant with real PySpark into ``DIR/<variant>`` (a temp dir by default;
    an existing one is reused): ``rate-micro-batch`` rows keyed by strings, 6 batches (10 for
@@ -19,7 +19,8 @@ Usage (from the repository root; ~10 minutes on 2 cores the first time, PySpark 
    * ``snapshot``: ``fixed`` over 10 batches with snapshots after 3 deltas, maintenance every
      second and a trigger every 2 s (so maintenance runs between batches). It is measured twice:
      at its latest version (a snapshot plus deltas) and at the newest version that every
-     partition loads from its snapshot alone.
+     partition loads from its snapshot alone;
+   * ``variable-snapshot``: the same with ``variable``'s keys.
 2. Measures each case of CASES (a variant at a version) in this one run (best of ``--repeat``
    unless said otherwise):
    * ours: ``staterows.read_state_size`` for every partition, in this process;
@@ -74,13 +75,16 @@ class Variant:
     needs_snapshot: bool = False
 
 
+VARIABLE_KEY = f"concat({FIXED_KEY}, repeat('x', CAST(value % 17 AS INT)))"
+SNAPSHOT_CONF = {
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
+}
 VARIANTS = {
     "fixed": Variant(FIXED_KEY),
-    "variable": Variant(f"concat({FIXED_KEY}, repeat('x', CAST(value % 17 AS INT)))"),
-    "snapshot": Variant(FIXED_KEY, {
-        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
-        "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
-    }, trigger="2 seconds", batches=10, needs_snapshot=True),
+    "variable": Variant(VARIABLE_KEY),
+    "snapshot": Variant(FIXED_KEY, SNAPSHOT_CONF, trigger="2 seconds", batches=10, needs_snapshot=True),
+    "variable-snapshot": Variant(VARIABLE_KEY, SNAPSHOT_CONF, trigger="2 seconds", batches=10, needs_snapshot=True),
 }
 
 
@@ -151,6 +155,8 @@ CASES: dict[str, tuple[str, Callable[[Path], int]]] = {
     "variable": ("variable", latest_version),
     "snapshot + deltas": ("snapshot", latest_version),
     "snapshot only": ("snapshot", snapshot_only_version),
+    "variable snapshot + deltas": ("variable-snapshot", latest_version),
+    "variable snapshot only": ("variable-snapshot", snapshot_only_version),
 }
 
 

@@ -61,10 +61,10 @@ def _versions(root, variant: str) -> list[int]:
     """The last two committed versions, and for "snapshot" one every partition loads from its
     snapshot alone (snapshot_only_version raises if there is none)."""
     versions = [batch_id + 1 for batch_id in list_batch_ids(CheckpointStorage(str(root)), "commits")[-2:]]
-    return versions + ([snapshot_only_version(root)] if variant == "snapshot" else [])
+    return versions + ([snapshot_only_version(root)] if variant in ("snapshot", "variable-snapshot") else [])
 
 
-@pytest.mark.parametrize("variant", ["fixed", "variable", "snapshot"])
+@pytest.mark.parametrize("variant", ["fixed", "variable", "snapshot", "variable-snapshot"])
 def test_rows_and_bytes_equal_spark_and_a_record_by_record_replay(spark, states, variant):
     root = states[variant]
     storage = CheckpointStorage(str(root))

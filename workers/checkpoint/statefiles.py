@@ -15,14 +15,18 @@ With ``spark.sql.streaming.stateStore.rowChecksum.enabled`` (Spark 4.1+, persist
 log's conf) a put's value and a removal's key start with a 4-byte checksum
 (KeyValueChecksumEncoder); a put's key carries none. The records here never include it.
 
-Besides the record reader, two faster ways through the same framing, with the same checks on
-every record they accept: find_record_run finds a run of records with equal sizes (fixed-width
+Besides the record reader, faster ways through the same framing, with the same checks on every
+record they accept: find_record_run finds a run of records with equal sizes (fixed-width
 rows) by comparing strided columns of size bytes, and iter_run_keys cuts its keys with struct;
-scan_records reads stretches whose sizes keep changing straight into a dict.
+match_value_run and cut_value_run_keys read stretches whose key sizes keep changing (string
+keys) but whose value size does not (or which are all removals) with regular expressions built
+for the key sizes seen so far; scan_records reads stretches where value sizes change too
+straight into a dict.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -211,6 +215,80 @@ def scan_records(
     except struct.error:
         pass  # a size field past the end: find_record_run reports it
     return pos
+
+
+def match_value_run(
+    raw: bytes, pos: int, endpos: int, key_sizes: frozenset[int], value_size: int, *, row_checksum: bool = False
+) -> int:
+    """Return where the records from ``pos`` stop having a key size of ``key_sizes`` and ``value_size``.
+
+    A negative ``value_size`` stands for removals (any negative value size, as the readers
+    accept). Only whole records that end by ``endpos`` count. Every record accepted passes the
+    checks of read_record_sizes for a file where removals are allowed whenever ``value_size`` is
+    negative (with ``row_checksum``, the caller has checked ``value_size`` >= 4 for puts; removal
+    keys shorter than the checksum are not accepted). The scan is one regular-expression match:
+    no bytecode runs per record. What it leaves unread, read_record_sizes reads with every check.
+    """
+    return _value_run_patterns(key_sizes, value_size, row_checksum)[0].match(raw, pos, endpos).end()
+
+
+def cut_value_run_keys(
+    raw: bytes, start: int, end: int, key_sizes: frozenset[int], value_size: int, *, row_checksum: bool = False
+) -> list[bytes]:
+    """Return the keys of the records between ``start`` and ``end`` that match_value_run accepted,
+    as iter_state_records gives them (a removal's key without its row checksum)."""
+    return _value_run_patterns(key_sizes, value_size, row_checksum)[1].findall(raw, start, end)
+
+
+def count_value_run(
+    raw: bytes, start: int, end: int, key_sizes: frozenset[int], value_size: int, *, row_checksum: bool = False
+) -> int:
+    """Return the number of records between ``start`` and ``end``, which match_value_run accepted."""
+    return len(_value_run_patterns(key_sizes, value_size, row_checksum)[2].findall(raw, start, end))
+
+
+def peek_key_size(raw: bytes, pos: int, endpos: int, value_size: int) -> int | None:
+    """Return the key size of the record at ``pos`` if its value size is of ``value_size``'s kind
+    (the same size, or both negative); None if not, or if its size fields end past ``endpos``.
+
+    Nothing else is checked: a value run learns key sizes this way, and match_value_run accepts
+    the record only if it is whole.
+    """
+    if pos + 4 > endpos:
+        return None
+    key_size = SIZE.unpack_from(raw, pos)[0]
+    if key_size < 0 or pos + 8 + key_size > endpos:
+        return None
+    other = SIZE.unpack_from(raw, pos + 4 + key_size)[0]
+    return key_size if other == value_size or other < 0 and value_size < 0 else None
+
+
+@lru_cache(maxsize=256)
+def _value_run_patterns(
+    key_sizes: frozenset[int], value_size: int, row_checksum: bool
+) -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
+    """The patterns of match_value_run (a possessive run of records), cut_value_run_keys and
+    count_value_run.
+
+    A record is its key size field, one alternative per key size (``.{n}`` takes the key), then
+    the value size field and value. The key-cutting pattern captures the key in one group whose
+    alternatives look behind to the size field to know the key's length (past a removal key's
+    checksum with row checksums).
+    """
+    skip = CHECKSUM_PREFIX_BYTES if row_checksum and value_size < 0 else 0
+    sizes = sorted(size for size in key_sizes if size >= skip)
+    fields = [re.escape(SIZE.pack(size)) for size in sizes]
+    if value_size < 0:
+        value = rb"[\x80-\xff][\x00-\xff]{3}"  # any negative int32: a removal
+    else:
+        value = re.escape(SIZE.pack(value_size)) + b".{%d}" % value_size
+    records = b"|".join(b"%s.{%d}" % (field, size) for field, size in zip(fields, sizes))
+    keys = b"|".join(b"(?<=%s.{%d}).{%d}" % (field, skip, size - skip) for field, size in zip(fields, sizes))
+    run = re.compile(b"(?s)(?:(?:%s)%s)*+" % (records or b"(?!)", value))
+    cut = re.compile(b"(?s)(?:%s).{%d}(%s)%s" % (b"|".join(fields) or b"(?!)", skip, keys or b"(?!)", value))
+    # An empty group: findall gives b"" (one shared object) per record, allocating nothing.
+    count = re.compile(b"(?s)()(?:%s)%s" % (records or b"(?!)", value))
+    return run, cut, count
 
 
 def record_stride(key_size: int, value_size: int) -> int:

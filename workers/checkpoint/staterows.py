@@ -12,10 +12,12 @@ Here the files are read one at a time and only sizes are kept where possible:
 So memory holds the keys touched since the snapshot, never the snapshot's keys. Files are read
 as runs of records with equal sizes (statefiles.find_record_run): a run's keys are cut by
 struct and applied with one dict call, and a snapshot run untouched by deltas counts as n rows
-without cutting anything. Stretches where sizes change from record to record (variable-width
-keys) are read record by record (statefiles.scan_records). The first record of every run or
-scan gets every check of statefiles.iter_state_records, so damaged files raise its errors.
-Whatever the path, the result equals replaying iter_state_records into a dict, as loadMap does.
+without cutting anything. Where sizes change from record to record (string keys), records are
+read as value runs (statefiles.match_value_run): records that share a value size (or are all
+removals) whatever their key sizes, found and cut by regular expressions and applied with one
+dict call as well. The first record of every run gets every check of
+statefiles.iter_state_records, so damaged files raise its errors. Whatever the path, the result
+equals replaying iter_state_records into a dict, as loadMap does.
 """
 
 from __future__ import annotations
@@ -23,19 +25,27 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import countOf
 
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
-from .statefiles import find_record_run, iter_run_keys, scan_records
+from .statefiles import (
+    RecordRun, count_value_run, cut_value_run_keys, find_record_run, iter_run_keys, match_value_run, peek_key_size,
+    record_stride, scan_records,
+)
 from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
 
 REMOVED = -1
-# Runs shorter than this are read record by record (a bulk step costs about as much as eight
-# records), SCAN_BYTES of records at a time before looking for a run again.
+# Runs of equal sizes shorter than this are read as value runs instead, up to SCAN_BYTES of
+# records at a time before looking for a run of equal sizes again.
 MIN_BULK_RECORDS = 8
 SCAN_BYTES = 1 << 16
+# Value runs (one value size, any key size) shorter than this many records are read record by
+# record instead: a regular-expression step costs about as much as that.
+MIN_VALUE_RUN_RECORDS = 16
+# A value run's patterns have one alternative per key size: at most this many.
+MAX_VALUE_RUN_KEY_SIZES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,50 +130,89 @@ def apply_delta(
     """Record every put (key -> floored value size) and removal of a delta in ``changes``, in order.
 
     ``keep_removals=False`` (no snapshot underneath) forgets removed keys instead of keeping
-    them as REMOVED. A run of equal-sized records (all puts of one value size, or all removals)
-    is applied at once; stretches without long runs record by record.
+    them as REMOVED. A run of records of one kind (puts of one value size, or removals) is
+    applied at once; stretches without long runs record by record.
     """
-    pos = 0
+    pos, key_sizes = 0, set()
     while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum)) is not None:
-        if run.count < MIN_BULK_RECORDS:
-            end = scan_records(
+        if run.count >= MIN_BULK_RECORDS:
+            keys, pos = iter_run_keys(raw, run, row_checksum=row_checksum), run.end
+        elif (end := find_value_run(raw, run, key_sizes, row_checksum=row_checksum)) is not None:
+            keys = cut_value_run_keys(raw, run.start, end, frozenset(key_sizes), run.value_size, row_checksum=row_checksum)
+            pos = end
+        else:  # scan_records always reads the first record: find_record_run has checked it
+            pos = scan_records(
                 raw, pos, changes, row_checksum=row_checksum, forget_removals=not keep_removals, max_bytes=SCAN_BYTES
             )
-            if end > pos:
-                pos = end
-                continue
-        keys = iter_run_keys(raw, run, row_checksum=row_checksum)
+            continue
         if not run.is_removal:
             changes.update(zip(keys, repeat(run.value_row_size(row_checksum))))
         elif keep_removals:
             changes.update(zip(keys, repeat(REMOVED)))
         else:
             deque(map(changes.pop, keys, repeat(None)), maxlen=0)
-        pos = run.end
 
 
 def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
     """Size the records of a snapshot whose keys are not in ``changes``.
 
-    With ``changes`` empty no key is cut out of a run: n equal-sized records count at once.
+    With ``changes`` empty no key is cut out of a run: n records count at once.
     Spark writes a snapshot from its map, so each key is in it once.
     """
     total = StateSize(0, 0, 0)
-    pos = 0
+    pos, key_sizes = 0, set()
     while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False)):
-        if run.count < MIN_BULK_RECORDS:
+        value_size = run.value_row_size(row_checksum)
+        if run.count >= MIN_BULK_RECORDS:
+            live = run.count
+            if changes:
+                live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
+            total = total + StateSize(live, live * run.key_size, live * value_size)
+            pos = run.end
+        elif (end := find_value_run(raw, run, key_sizes, row_checksum=row_checksum)) is not None:
+            total = total + _size_value_run(raw, run, end, frozenset(key_sizes), changes, row_checksum=row_checksum)
+            pos = end
+        else:  # scan_records always reads the first record: find_record_run has checked it
             scanned: dict[bytes, int] = {}
-            end = scan_records(raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES)
-            if end > pos:
-                total = total + _size_records(scanned, changes)
-                pos = end
-                continue
-        live = run.count
-        if changes:
-            live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
-        total = total + StateSize(live, live * run.key_size, live * run.value_row_size(row_checksum))
-        pos = run.end
+            pos = scan_records(raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES)
+            total = total + _size_records(scanned, changes)
     return total
+
+
+def find_value_run(raw: bytes, run: RecordRun, key_sizes: set[int], *, row_checksum: bool = False) -> int | None:
+    """Return where the value run that starts with ``run`` ends, or None if it is too short.
+
+    A value run is the records with run's value size (or removals), whatever their key sizes,
+    within SCAN_BYTES: statefiles.match_value_run finds it for the key sizes in ``key_sizes``
+    (the caller's set of key sizes seen in the file), which grows as new ones are met. Runs of
+    fewer than MIN_VALUE_RUN_RECORDS records, and files with more than MAX_VALUE_RUN_KEY_SIZES
+    key sizes, are read record by record.
+    """
+    key_sizes.add(run.key_size)
+    if len(key_sizes) > MAX_VALUE_RUN_KEY_SIZES:
+        return None
+    endpos, end = min(len(raw), run.start + SCAN_BYTES), run.start
+    while True:
+        end = match_value_run(raw, end, endpos, frozenset(key_sizes), run.value_size, row_checksum=row_checksum)
+        key_size = peek_key_size(raw, end, endpos, run.value_size)
+        if key_size is None or key_size in key_sizes or len(key_sizes) == MAX_VALUE_RUN_KEY_SIZES:
+            break
+        key_sizes.add(key_size)
+    return end if end - run.start >= MIN_VALUE_RUN_RECORDS * run.stride else None
+
+
+def _size_value_run(
+    raw: bytes, run: RecordRun, end: int, key_sizes: frozenset[int], changes: dict[bytes, int], *, row_checksum: bool
+) -> StateSize:
+    """Size the records of a snapshot's value run whose keys are not in ``changes``: with no
+    changes, without cutting a key (key bytes are what the records hold besides the rest)."""
+    value_size = run.value_row_size(row_checksum)
+    if not changes:
+        count = count_value_run(raw, run.start, end, key_sizes, run.value_size, row_checksum=row_checksum)
+        return StateSize(count, end - run.start - count * record_stride(0, run.value_size), count * value_size)
+    keys = cut_value_run_keys(raw, run.start, end, key_sizes, run.value_size, row_checksum=row_checksum)
+    live = list(filterfalse(changes.__contains__, keys))
+    return StateSize(len(live), sum(map(len, live)), len(live) * value_size)
 
 
 def _size_records(scanned: dict[bytes, int], changes: dict[bytes, int]) -> StateSize:
