@@ -14,6 +14,7 @@ import datetime
 import os
 import posixpath
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -58,6 +59,9 @@ class StorageCalls:
     info: int = 0
     read: int = 0
     bytes_read: int = 0
+    write: int = 0
+    bytes_written: int = 0
+    delete: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """Return the counters as a plain dict."""
@@ -252,6 +256,76 @@ class CheckpointStorage:
         except _BACKEND_ERRORS as exc:
             raise _storage_error(relpath or ".", "cannot check whether the path exists", exc) from exc
 
+    def write_atomic(self, relpath: str, data: bytes, *, overwrite: bool = False) -> None:
+        """Write a whole file so that readers see either nothing or all of it.
+
+        As Spark's CheckpointFileManager.createAtomic: the bytes go to ``.<name>.<uuid>.tmp`` in
+        the same directory (a name no Spark reader counts), are flushed to disk, and only then
+        take the final name. Without ``overwrite`` an existing file is never replaced
+        (StorageError, "already exists"), the write-once rule of metadata logs. On any failure
+        the temporary file is removed.
+        """
+        path = self._path(relpath)
+        directory, name = posixpath.split(path)
+        temporary = posixpath.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+        self.calls.write += 1
+        try:
+            self._fs.makedirs(directory, exist_ok=True)
+            self._write_file(temporary, data)
+            self._rename_into_place(temporary, path, relpath, overwrite=overwrite)
+        except BaseException as exc:
+            self._discard(temporary)
+            if isinstance(exc, _BACKEND_ERRORS) and not isinstance(exc, FileExistsError):
+                raise _storage_error(relpath, "cannot write the file", exc) from exc
+            raise
+        self.calls.bytes_written += len(data)
+
+    def _write_file(self, path: str, data: bytes) -> None:
+        if self._is_local:
+            with open(path, "xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        else:
+            self._fs.pipe_file(path, data)
+
+    def _rename_into_place(self, temporary: str, path: str, relpath: str, *, overwrite: bool) -> None:
+        if self._is_local:
+            if overwrite:
+                os.replace(temporary, path)
+            else:
+                try:
+                    # link() fails when the target exists, as Hadoop's rename(NONE) does.
+                    os.link(temporary, path)
+                except FileExistsError:
+                    raise StorageError(relpath, "cannot write the file: it already exists") from None
+                os.unlink(temporary)
+            _fsync_directory(posixpath.dirname(path))
+            return
+        if not overwrite and self._fs.exists(path):
+            raise StorageError(relpath, "cannot write the file: it already exists")
+        self._fs.mv(temporary, path)
+
+    def _discard(self, path: str) -> None:
+        try:
+            self._fs.rm_file(path)
+        except (FileNotFoundError, *_BACKEND_ERRORS):
+            pass  # nothing was written, or the temporary file is already gone
+
+    def delete(self, relpath: str) -> bool:
+        """Delete one file; return False when it did not exist (deleting twice is harmless)."""
+        path = self._path(relpath)
+        if not relpath:
+            raise PathNotAllowedError(relpath, "refusing to delete the checkpoint root")
+        self.calls.delete += 1
+        try:
+            self._fs.rm_file(path)
+        except FileNotFoundError:
+            return False
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath, "cannot delete the file", exc) from exc
+        return True
+
     def _path(self, relpath: str) -> str:
         """Join a '/'-separated relative path to the root, refusing anything that could escape."""
         if not isinstance(relpath, str):
@@ -264,6 +338,15 @@ class CheckpointStorage:
                 relpath, "a relative path must use '/' without leading, empty, '.' or '..' segments"
             )
         return posixpath.join(self._root, *segments)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename durable: POSIX keeps directory entries in the directory's own inode."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _file_info(entry: dict[str, Any]) -> FileInfo:

@@ -225,7 +225,7 @@ def test_calls_are_counted(local_checkpoint):
     storage.read_bytes("offsets/0")
     storage.find_bytes("commits/0")
     storage.exists("metadata")
-    assert storage.calls.as_dict() == {"list": 2, "info": 1, "read": 2, "bytes_read": 7}
+    assert storage.calls.as_dict() == {"list": 2, "info": 1, "read": 2, "bytes_read": 7, "write": 0, "bytes_written": 0, "delete": 0}
 
 
 # --- memory filesystem --------------------------------------------------------------------
