@@ -42,7 +42,6 @@ from typing import Any
 from .logfile import (
     JsonSite,
     decode_text,
-    get_long,
     get_object,
     get_optional_long,
     get_required_long,

@@ -145,10 +145,10 @@ def read_checkpoint_state(storage: CheckpointStorage, *, max_read_bytes: int = D
         with contextlib.suppress(CheckpointError):
             commits[batch_id] = read_commit(storage, batch_id)
     version = max(commits) + 1 if commits else None
-    return summarize_state(storage, version=version, conf=_latest_conf(storage, offset_ids), commits=commits, max_read_bytes=max_read_bytes)
+    return summarize_state(storage, version=version, conf=latest_state_conf(storage, offset_ids), commits=commits, max_read_bytes=max_read_bytes)
 
 
-def _latest_conf(storage: CheckpointStorage, offset_ids: Sequence[int]) -> StateConf:
+def latest_state_conf(storage: CheckpointStorage, offset_ids: Sequence[int]) -> StateConf:
     for batch_id in reversed(offset_ids):
         try:
             metadata = read_offset_seq(storage, batch_id).metadata

@@ -1,0 +1,167 @@
+"""The plan types and the crash-safe executor shared by every maintenance action."""
+from __future__ import annotations
+
+import pytest
+
+from workers.checkpoint import CheckpointStorage, MissingFileError
+from workers.checkpoint.maintenance import (
+    FileState,
+    MaintenancePlan,
+    PlannedDelete,
+    PlannedWrite,
+    PlanOutdatedError,
+    Precondition,
+    apply_plan,
+    hadoop_crc_bytes,
+    plan_from_json,
+    restrict_to_confirmed,
+    sidecars_of,
+)
+
+
+@pytest.fixture
+def storage(tmp_path):
+    for name, data in {"1.delta": b"one", "2.delta": b"two!", ".1.delta.crc": b"c1", ".2.delta.crc": b"c2"}.items():
+        (tmp_path / name).write_bytes(data)
+    return CheckpointStorage(str(tmp_path))
+
+
+def _concat(storage, write):
+    return b"".join(storage.read_bytes(i.path) for i in write.inputs)
+
+
+def _plan(**fields) -> MaintenancePlan:
+    defaults = dict(
+        action="snapshot",
+        parameters={"min_chain": 1},
+        writes=(PlannedWrite("2.snapshot", (FileState("1.delta", 3), FileState("2.delta", 4)), 7, "chain of 2", hadoop_crc=True),),
+        deletes=(PlannedDelete(".1.delta.crc", 2, "checksum of 1.delta"), PlannedDelete("1.delta", 3, "replaced by 2.snapshot")),
+        preconditions=(Precondition("query-stopped", True, "idle"),),
+    )
+    return MaintenancePlan(**{**defaults, **fields})
+
+
+def test_writes_happen_before_deletes_and_each_step_is_announced(storage, tmp_path):
+    steps = []
+
+    applied = apply_plan(storage, _plan(), _concat, on_step=lambda op, path, done, total: steps.append((op, path, done, total)))
+
+    assert (tmp_path / "2.snapshot").read_bytes() == b"onetwo!"
+    assert (tmp_path / ".2.snapshot.crc").read_bytes() == hadoop_crc_bytes(b"onetwo!")
+    assert not (tmp_path / "1.delta").exists() and not (tmp_path / ".1.delta.crc").exists()
+    assert [op for op, *_ in steps] == ["write-crc", "write", "delete", "delete", "done"]
+    assert steps[-1][2:] == (3, 3)
+    assert applied.written == ("2.snapshot",) and applied.deleted == (".1.delta.crc", "1.delta") and applied.bytes_freed == 5
+
+
+def test_applying_the_same_plan_again_changes_nothing_more(storage, tmp_path):
+    apply_plan(storage, _plan(), _concat)
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    again = apply_plan(storage, _plan(), _concat)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert again.written == () and again.skipped_writes == ("2.snapshot",)
+    assert again.already_absent == (".1.delta.crc", "1.delta") and again.bytes_freed == 0
+
+
+def test_a_temporary_file_of_an_interrupted_write_is_removed_before_writing_again(storage, tmp_path):
+    leftover = tmp_path / ".2.snapshot.6f1c0f9e-7c43-4bb6-9a43-2f7d1d2a1c11.tmp"
+    leftover.write_bytes(b"half")
+
+    apply_plan(storage, _plan(), _concat)
+
+    assert not leftover.exists()
+    assert (tmp_path / "2.snapshot").read_bytes() == b"onetwo!"
+
+
+def test_an_input_that_changed_since_planning_stops_the_run_before_anything_changes(storage, tmp_path):
+    (tmp_path / "2.delta").write_bytes(b"rewritten")
+
+    with pytest.raises(PlanOutdatedError, match="2.delta: was 4 bytes when planned, now 9; plan again"):
+        apply_plan(storage, _plan(), _concat)
+
+    assert (tmp_path / "1.delta").exists() and not (tmp_path / "2.snapshot").exists()
+
+
+def test_a_vanished_input_is_a_missing_file_error_naming_it(storage, tmp_path):
+    (tmp_path / "1.delta").unlink()
+
+    with pytest.raises(MissingFileError, match="1.delta: needed to build 2.snapshot"):
+        apply_plan(storage, _plan(), _concat)
+
+
+def test_an_overwrite_replaces_the_crc_too(storage, tmp_path):
+    (tmp_path / "2.snapshot").write_bytes(b"old")
+    (tmp_path / ".2.snapshot.crc").write_bytes(hadoop_crc_bytes(b"old"))
+    plan = _plan(writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True, hadoop_crc=True),), deletes=())
+
+    apply_plan(storage, plan, _concat)
+
+    assert (tmp_path / "2.snapshot").read_bytes() == b"two!"
+    assert (tmp_path / ".2.snapshot.crc").read_bytes() == hadoop_crc_bytes(b"two!")
+
+
+def test_a_plan_survives_its_json_form(storage):
+    plan = _plan(summary="snapshot 1 store", notes=("note",), planned_at=12.5)
+
+    assert plan_from_json(plan.as_json()) == plan
+    assert plan.as_json()["bytes_freed"] == 5 and plan.as_json()["bytes_written"] == 7
+
+
+def test_only_query_stopped_can_be_overridden():
+    plan = _plan(preconditions=(Precondition("query-stopped", False, "busy"), Precondition("retention", False, "needed")))
+
+    assert [p.name for p in plan.failed_preconditions(overrides={"query-stopped", "retention"})] == ["retention"]
+    assert not plan.is_allowed(overrides={"query-stopped"})
+    assert _plan(preconditions=(Precondition("query-stopped", False, "busy"),)).is_allowed(overrides={"query-stopped"})
+
+
+def test_a_worker_does_only_what_both_the_confirmed_and_a_fresh_plan_contain():
+    confirmed = _plan()
+    fresh = _plan(
+        writes=(),  # the snapshot exists already: an earlier attempt wrote it
+        deletes=(PlannedDelete("1.delta", 3, "x"), PlannedDelete("0.delta", 9, "newly expired, never confirmed")),
+        preconditions=(Precondition("query-stopped", False, "a batch ran"),),
+    )
+
+    plan, skipped = restrict_to_confirmed(confirmed, fresh)
+
+    assert plan.writes == () and [d.path for d in plan.deletes] == ["1.delta"]
+    assert plan.preconditions == fresh.preconditions
+    assert [line.split(":")[0] for line in skipped] == ["write 2.snapshot", "delete .1.delta.crc"]
+
+
+def test_sidecars_are_found_in_the_order_they_must_be_deleted():
+    names = {"5_ab.zip", "5_ab.zip.crc", ".5_ab.zip.crc.crc", ".5_ab.zip.crc", "6_cd.zip"}
+
+    assert sidecars_of("5_ab.zip", names) == ("5_ab.zip.crc", ".5_ab.zip.crc.crc", ".5_ab.zip.crc")
+    assert sidecars_of("6_cd.zip", names) == ()
+
+
+def test_an_overwrite_without_a_crc_of_its_own_removes_the_stale_one(storage, tmp_path):
+    (tmp_path / "2.snapshot").write_bytes(b"old")
+    (tmp_path / ".2.snapshot.crc").write_bytes(hadoop_crc_bytes(b"old"))
+    plan = _plan(writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True),), deletes=())
+
+    apply_plan(storage, plan, _concat)
+
+    assert (tmp_path / "2.snapshot").read_bytes() == b"two!"
+    assert not (tmp_path / ".2.snapshot.crc").exists()
+
+
+def test_a_run_killed_between_the_crc_and_its_file_is_finished_by_the_next_run(storage, tmp_path):
+    class Killed(Exception):
+        pass
+
+    def kill_before_the_file(operation, path, done, total):
+        if operation == "write":
+            raise Killed
+
+    with pytest.raises(Killed):
+        apply_plan(storage, _plan(), _concat, on_step=kill_before_the_file)
+    assert (tmp_path / ".2.snapshot.crc").exists() and not (tmp_path / "2.snapshot").exists()
+
+    apply_plan(storage, _plan(), _concat)
+
+    assert (tmp_path / ".2.snapshot.crc").read_bytes() == hadoop_crc_bytes((tmp_path / "2.snapshot").read_bytes())

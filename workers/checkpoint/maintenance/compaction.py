@@ -1,0 +1,490 @@
+"""Compact and expire the compactible metadata logs: a file source's ``sources/<i>`` and a file sink's
+``_spark_metadata`` (CompactibleFileStreamLog, §5).
+
+One action, ``plan_compaction`` / ``apply_compaction``: first the compaction file the log lacks,
+then the expired files, so nothing is deleted before the file that replaces it exists.
+
+Expire (``expiry_plan_from_listings``) deletes what Spark's ``deleteExpiredLog`` would delete right now,
+after the latest batch of the log: every file older than the compaction that the oldest retained
+batch is read through, if its mtime is older than the cleanup delay (``compactible.
+plan_expired_files``). It is for logs Spark did not clean (``fileSink.log.deletion`` /
+``fileSource.log.deletion`` false, or the query stopped first). Oldest first, sidecars before
+their file, so what remains is always the newest part of the log, which is all a reader reads.
+
+Compact (``compaction_plan_from_listings``) writes the compaction file ``c.compact`` of the latest
+compaction batch c when it is missing or unreadable, the way Spark's ``compact`` does: ``v1``,
+then the entries of ``getValidBatchesBeforeCompactionBatch(c)`` (the previous compaction and the
+batches after it), then batch c's own entries, each through ``shouldRetain`` (the sink's
+``retention`` option; the source keeps everything), each as compact JSON after a ``\\n``, no
+trailing newline. Batch c's own entries exist only in ``c.compact`` itself, so they are taken
+from a plain file ``c``. Spark never reads a plain ``c`` at a compaction batch (``batchIdToPath``
+names ``c.compact``) and deletes it with the other expired files later. Such a file appears when
+the compact interval changes before the log has a compaction: restarted with the new interval,
+Spark reads its latest batch c as ``c.compact`` and fails ("File .../c.compact does not exist",
+observed with PySpark 4.3 on a file source log); once ``c.compact`` is written, the query goes
+on. The write is write-once unless the existing ``c.compact`` is unreadable, which the plan says.
+
+Both parts work on the log's own storage (the sink's output directory, or the checkpoint for a
+source log); the query-stopped precondition comes from the checkpoint's offsets and commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from ..compactible import (
+    COMPACTIBLE_LOG_MAX_VERSION,
+    FileEntry,
+    SinkFileStatus,
+    derive_compact_interval,
+    is_compaction_batch,
+    parse_sink_log_file,
+    parse_source_log_file,
+    plan_expired_files,
+    valid_batches_before_compaction,
+)
+from ..errors import CheckpointError, CorruptFileError, UnsupportedVersionError
+from ..layout import COMMITS_DIR, COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
+from ..logdir import read_offset_seq
+from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
+from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage, FileInfo
+from .execute import AppliedPlan, StepHook, apply_plan
+from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
+from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
+from .sidecars import directory_uses_hadoop_crc, sidecars_of
+
+ACTION = "compact"
+# spark.sql.streaming.minBatchesToRetain and file{Sink,Source}.log.cleanupDelay defaults.
+DEFAULT_MIN_BATCHES_TO_RETAIN = 100
+DEFAULT_CLEANUP_DELAY_SECONDS = 600.0
+_HEADER = f"v{COMPACTIBLE_LOG_MAX_VERSION}".encode()
+
+
+# --- the action: compact, then expire -------------------------------------------------------------
+
+
+def plan_compaction(
+    log_storage: CheckpointStorage,
+    log_dir: str | None = None,
+    *,
+    checkpoint_storage: CheckpointStorage,
+    kind: LogKind | None = None,
+    compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+    retention_ms: int | None = None,
+    min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN,
+    cleanup_delay_seconds: float = DEFAULT_CLEANUP_DELAY_SECONDS,
+    compact: bool = True,
+    expire: bool = True,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+) -> MaintenancePlan:
+    """Plan the compaction file the log lacks (if any), then the expired files to delete.
+
+    ``log_storage``/``log_dir``: where the log is: ``sources/<i>`` of the checkpoint, or a file
+    sink's log (``log_dir`` None or "": ``_spark_metadata`` below ``log_storage``, or
+    ``log_storage`` itself when it is rooted there). ``kind`` defaults to "source" for
+    ``sources/<i>``, else "sink". ``compact_interval`` is the query's configured interval (Spark
+    derives the effective one from the ``.compact`` files), ``retention_ms`` the sink's
+    ``retention`` option (None: infinite). The offsets and commits of ``checkpoint_storage`` tell
+    whether the query is stopped. LISTs: the log, offsets, commits; reads: the compaction file
+    and its inputs when one is due, and for a source log the latest committed offsets file.
+    """
+    log_dir, kind = _resolve_log(log_storage, log_dir, kind)
+    listing = log_storage.list_dir(log_dir)
+    offsets, commits = checkpoint_storage.list_dir(OFFSETS_DIR), checkpoint_storage.list_dir(COMMITS_DIR)
+    common = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "now": now, "quiet_seconds": quiet_seconds}
+    parts = []
+    if compact:
+        unreadable = _read_compaction_files(log_storage, log_dir, listing, kind, compact_interval)
+        parts.append(compaction_plan_from_listings(listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, **common))
+    if expire:
+        written = [FileInfo(w.path.rpartition("/")[2], w.estimated_bytes, now, False) for p in parts for w in p.writes]
+        needed_from = _source_needed_from(checkpoint_storage, log_dir, offsets, commits) if kind == "source" else None
+        parts.append(
+            expiry_plan_from_listings(
+                [*listing, *written], offsets, commits,
+                min_batches_to_retain=min_batches_to_retain,
+                cleanup_delay_seconds=cleanup_delay_seconds,
+                source_needed_from=needed_from,
+                **common,
+            )
+        )
+    parameters = {
+        **{key: value for key, value in common.items() if key != "now"},
+        "retention_ms": retention_ms,
+        "min_batches_to_retain": min_batches_to_retain,
+        "cleanup_delay_seconds": cleanup_delay_seconds,
+        "compact": compact,
+        "expire": expire,
+        "log_url": log_storage.url,
+    }
+    return merge_plans(parts, parameters=parameters, now=now)
+
+
+def merge_plans(parts: Sequence[MaintenancePlan], *, parameters: Mapping[str, Any], now: float) -> MaintenancePlan:
+    """One plan of the writes and deletes of ``parts`` in order; a precondition named twice counts once."""
+    preconditions: dict[str, Precondition] = {}
+    for part in parts:
+        for item in part.preconditions:
+            preconditions.setdefault(item.name, item)
+    return MaintenancePlan(
+        ACTION,
+        dict(parameters),
+        writes=tuple(w for p in parts for w in p.writes),
+        deletes=tuple(d for p in parts for d in p.deletes),
+        preconditions=tuple(preconditions.values()),
+        summary="; ".join(p.summary for p in parts) or "nothing asked: neither compact nor expire",
+        planned_at=now,
+        notes=tuple(n for p in parts for n in p.notes),
+    )
+
+
+def apply_compaction(storage: CheckpointStorage, plan: MaintenancePlan, on_step: StepHook | None = None) -> AppliedPlan:
+    """Carry out a confirmed plan in ``storage``, the log's own storage (``parameters["log_url"]``).
+
+    The compaction file is written first, the expired files are deleted after it.
+    """
+    kind = plan.parameters["kind"]
+    retention_ms = plan.parameters.get("retention_ms")
+    now_ms = int(plan.planned_at * 1000)
+
+    def build(store: CheckpointStorage, write: PlannedWrite) -> bytes:
+        return build_compaction_content(store, write, kind=kind, retention_ms=retention_ms, now_ms=now_ms)
+
+    return apply_plan(storage, plan, build, on_step=on_step)
+
+
+def _resolve_log(storage: CheckpointStorage, log_dir: str | None, kind: LogKind | None) -> tuple[str, LogKind]:
+    if kind is None:
+        kind = "source" if (log_dir or "").startswith("sources/") else "sink"
+    _check_kind(kind)
+    if kind == "sink" and not log_dir:
+        log_dir = sink_log_location(storage)[0]
+    return log_dir or "", kind
+
+
+def _read_compaction_files(
+    storage: CheckpointStorage, log_dir: str, listing: Sequence[FileInfo], kind: LogKind, compact_interval: int
+) -> dict[str, str | None]:
+    """Read the due compaction file and its inputs: name -> why it cannot be read (None: it can).
+
+    An existing compaction file larger than a metadata file may be is taken as Spark wrote it
+    (not read); one that cannot be read for a storage reason stops the planning, so that only
+    damaged content is ever replaced.
+    """
+    target = compaction_target(listing, compact_interval)
+    if target is None:
+        return {}
+    files = {info.name: info for info in listing if not info.is_dir}
+    compact_name = f"{target[0]}{COMPACT_FILE_SUFFIX}"
+    result = {}
+    if compact_name in files and files[compact_name].size <= MAX_LOG_FILE_BYTES:
+        result[compact_name] = _unreadable_reason(storage, _join(log_dir, compact_name), kind, (CorruptFileError, UnsupportedVersionError))
+    for name in compaction_input_names(*target):
+        if name in files:
+            result[name] = _unreadable_reason(storage, _join(log_dir, name), kind, (CheckpointError,))
+    return result
+
+
+# --- expire ---------------------------------------------------------------------------------------
+
+
+def expiry_plan_from_listings(
+    log_listing: Sequence[FileInfo],
+    offsets: Sequence[FileInfo],
+    commits: Sequence[FileInfo],
+    *,
+    log_dir: str,
+    kind: LogKind,
+    compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+    min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN,
+    cleanup_delay_seconds: float = DEFAULT_CLEANUP_DELAY_SECONDS,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+    source_needed_from: int | None = None,
+) -> MaintenancePlan:
+    """The pure core of the expiry part of ``plan_compaction``.
+
+    ``source_needed_from``: for a source log, the first log batch a restart may read (the batch
+    after the source's offset in the latest committed batch); no file from there on is deleted.
+    """
+    _check_kind(kind)
+    if min_batches_to_retain < 1:
+        raise ValueError(f"min_batches_to_retain must be at least 1, got {min_batches_to_retain}")
+    parameters = {
+        "log_dir": log_dir,
+        "kind": kind,
+        "compact_interval": compact_interval,
+        "min_batches_to_retain": min_batches_to_retain,
+        "cleanup_delay_seconds": cleanup_delay_seconds,
+        "quiet_seconds": quiet_seconds,
+    }
+    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    batches = _log_batches(log_listing)
+    if not batches:
+        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to expire: {log_dir or 'the log'} has no batch file", planned_at=now)
+    interval = derive_compact_interval(_compact_ids(log_listing), compact_interval)
+    latest = max(batches)
+    expired = plan_expired_files(
+        latest,
+        interval=interval,
+        min_batches_to_retain=min_batches_to_retain,
+        files=log_listing,
+        now=now,
+        cleanup_delay_seconds=cleanup_delay_seconds,
+    )
+    deletes = _expiry_deletes(log_dir, log_listing, expired)
+    retention = _expiry_retention(log_listing, expired, compact_interval, source_needed_from)
+    return MaintenancePlan(
+        ACTION,
+        parameters,
+        deletes=deletes,
+        preconditions=(stopped, retention),
+        summary=_expiry_summary(log_dir, deletes, expired, latest, interval),
+        planned_at=now,
+        notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
+    )
+
+
+def _source_needed_from(checkpoint: CheckpointStorage, log_dir: str, offsets: Sequence[FileInfo], commits: Sequence[FileInfo]) -> int:
+    """The first source-log batch the next run reads: after this source's last committed offset."""
+    committed = [b for b in (parse_batch_id(i.name) for i in commits if not i.is_dir) if b is not None]
+    offset_ids = {b for b in (parse_batch_id(i.name) for i in offsets if not i.is_dir) if b is not None}
+    if not committed or max(committed) not in offset_ids:
+        return 0
+    index = int(log_dir.rstrip("/").rpartition("/")[2])
+    offset_seq = read_offset_seq(checkpoint, max(committed))
+    raw = offset_seq.offsets[index] if index < len(offset_seq.offsets) else None
+    try:
+        log_offset = json.loads(raw).get("logOffset") if raw else None
+    except (ValueError, AttributeError):
+        raise CorruptFileError(f"{OFFSETS_DIR}/{max(committed)}", f"the offset of source {index} is not a file source's {{\"logOffset\": n}}") from None
+    return 0 if not isinstance(log_offset, int) else log_offset + 1
+
+
+def _expiry_deletes(log_dir: str, listing: Sequence[FileInfo], expired: Iterable[str]) -> tuple[PlannedDelete, ...]:
+    names = {info.name for info in listing}
+    sizes = {info.name: info.size for info in listing}
+    ordered = sorted(expired, key=lambda name: (parse_batch_id(name, compactible=True), name))
+    deletes = []
+    for name in ordered:
+        for sidecar in sidecars_of(name, names):
+            deletes.append(PlannedDelete(_join(log_dir, sidecar), sizes[sidecar], f"checksum of {name}"))
+        deletes.append(PlannedDelete(_join(log_dir, name), sizes[name], "older than the compaction the retained batches are read through"))
+    return tuple(deletes)
+
+
+def _expiry_retention(
+    listing: Sequence[FileInfo], expired: Collection[str], compact_interval: int, needed_from: int | None
+) -> Precondition:
+    """Every file a reader of the latest batch opens stays; for a source, every batch a restart reads."""
+    before = files_read_for_latest(_log_batches(listing), compact_interval)
+    present_before = {info.name for info in listing}
+    remaining = [info for info in listing if info.name not in set(expired)]
+    present_after = {info.name for info in remaining}
+    lost = [name for name in before if name in present_before and name not in present_after]
+    if lost or files_read_for_latest(_log_batches(remaining), compact_interval) != before:
+        return precondition("retention", False, f"a reader of the latest batch would no longer find {', '.join(lost or before)}")
+    if needed_from is not None:
+        needed = sorted(name for name in expired if parse_batch_id(name, compactible=True) >= needed_from)
+        if needed:
+            return precondition("retention", False, f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay")
+    shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
+    return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
+
+
+def _expiry_summary(log_dir: str, deletes: Sequence[PlannedDelete], expired: Sequence[str], latest: int, interval: int) -> str:
+    where = log_dir or "the log"
+    if not expired:
+        return f"nothing to expire in {where}: deleteExpiredLog after batch {latest} (interval {interval}) deletes no file now"
+    ids = sorted(parse_batch_id(name, compactible=True) for name in expired)
+    freed = sum(d.size for d in deletes)
+    return f"expire batches {ids[0]}..{ids[-1]} of {where}: {len(deletes)} files, {freed} bytes"
+
+
+# --- compact --------------------------------------------------------------------------------------
+
+
+def compaction_target(listing: Sequence[FileInfo], compact_interval: int) -> tuple[int, int] | None:
+    """(latest compaction batch id, interval) for the log's latest batch; None before the first one."""
+    batches = _log_batches(listing)
+    if not batches:
+        return None
+    interval = derive_compact_interval(_compact_ids(listing), compact_interval)
+    target = (max(batches) + 1) // interval * interval - 1
+    return (target, interval) if target >= 0 else None
+
+
+def compaction_input_names(target: int, interval: int) -> list[str]:
+    """The files ``target.compact`` is built from, in order: getValidBatchesBeforeCompactionBatch, then plain ``target``."""
+    before = [_batch_file_name(batch_id, interval) for batch_id in valid_batches_before_compaction(target, interval)]
+    return [*before, str(target)]
+
+
+def compaction_plan_from_listings(
+    log_listing: Sequence[FileInfo],
+    offsets: Sequence[FileInfo],
+    commits: Sequence[FileInfo],
+    *,
+    log_dir: str,
+    kind: LogKind,
+    compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+    retention_ms: int | None = None,
+    unreadable: Mapping[str, str | None] | None = None,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+) -> MaintenancePlan:
+    """The pure core of the compaction part of ``plan_compaction``.
+
+    ``unreadable`` maps each file of the log that was read to why it cannot be read (None: it
+    can). A file present in the listing but absent from it counts as readable.
+    """
+    _check_kind(kind)
+    unreadable = unreadable or {}
+    if retention_ms is not None and retention_ms < 0:
+        raise ValueError(f"retention_ms must be >= 0, got {retention_ms}")
+    parameters = {
+        "log_dir": log_dir,
+        "kind": kind,
+        "compact_interval": compact_interval,
+        "retention_ms": retention_ms,
+        "quiet_seconds": quiet_seconds,
+    }
+    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    target = compaction_target(log_listing, compact_interval)
+    where = log_dir or "the log"
+    if target is None:
+        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {where} has no compaction batch yet", planned_at=now)
+    batch_id, interval = target
+    files = {info.name: info for info in log_listing if not info.is_dir}
+    compact_name = f"{batch_id}{COMPACT_FILE_SUFFIX}"
+    broken = unreadable.get(compact_name) if compact_name in files else None
+    if compact_name in files and broken is None:
+        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {_join(log_dir, compact_name)} is present and readable", planned_at=now)
+    inputs = compaction_input_names(batch_id, interval)
+    write = PlannedWrite(
+        path=_join(log_dir, compact_name),
+        inputs=tuple(FileState(_join(log_dir, name), files[name].size) for name in inputs if name in files),
+        estimated_bytes=len(_HEADER) + sum(max(files[name].size - len(_HEADER), 0) for name in inputs if name in files),
+        reason=f"compaction batch {batch_id} (interval {interval}) "
+        + ("has no compaction file" if broken is None else f"has an unreadable compaction file ({broken})"),
+        overwrite=broken is not None,
+        hadoop_crc=directory_uses_hadoop_crc(files),
+    )
+    preconditions = [stopped, _inputs_readable(log_dir, inputs, files, unreadable), _interval_kept(log_listing, batch_id, interval, compact_interval)]
+    if broken is not None:
+        preconditions.append(precondition("replaces-unreadable-file", True, f"{write.path} cannot be read ({broken}) and is replaced"))
+    return MaintenancePlan(
+        ACTION,
+        parameters,
+        writes=(write,),
+        preconditions=tuple(preconditions),
+        summary=f"write {write.path} from {', '.join(inputs)} (about {write.estimated_bytes} bytes)",
+        planned_at=now,
+        notes=(f"batch {batch_id}'s own entries are taken from its plain file {_join(log_dir, str(batch_id))}",),
+    )
+
+
+def _inputs_readable(log_dir: str, inputs: Sequence[str], files: Mapping[str, FileInfo], unreadable: Mapping[str, str | None]) -> Precondition:
+    problems = []
+    for name in inputs:
+        if name not in files:
+            problems.append(f"{_join(log_dir, name)} is missing")
+        elif unreadable.get(name):
+            problems.append(f"{_join(log_dir, name)}: {unreadable[name]}")
+    if problems:
+        return precondition("inputs-readable", False, "cannot rebuild exactly: " + "; ".join(problems))
+    return precondition("inputs-readable", True, f"all {len(inputs)} input files are present and readable")
+
+
+def _interval_kept(listing: Sequence[FileInfo], batch_id: int, interval: int, compact_interval: int) -> Precondition:
+    """With the new file in place, Spark must derive the same interval (else it reads other files)."""
+    after = derive_compact_interval([*_compact_ids(listing), batch_id], compact_interval)
+    if after != interval:
+        return precondition("compact-interval", False, f"with {batch_id}.compact Spark would derive interval {after}, not {interval}")
+    return precondition("compact-interval", True, f"Spark derives interval {interval} before and after")
+
+
+def build_compaction_content(
+    storage: CheckpointStorage, write: PlannedWrite, *, kind: LogKind, retention_ms: int | None = None, now_ms: int = 0
+) -> bytes:
+    """Spark's compact: ``v1``, then ``\\n`` + JSON of every retained entry of the inputs, in order."""
+    parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
+    lines = [_HEADER]
+    for state in write.inputs:
+        for entry in parse(storage.read_bytes(state.path), source=state.path):
+            if _should_retain(entry, retention_ms, now_ms):
+                lines.append(entry_json(entry))
+    return b"\n".join(lines)
+
+
+def entry_json(entry: SinkFileStatus | FileEntry) -> bytes:
+    """An entry as json4s writes it: compact, fields in the case class's order."""
+    if isinstance(entry, SinkFileStatus):
+        fields: dict[str, Any] = {
+            "path": entry.path,
+            "size": entry.size,
+            "isDir": entry.is_dir,
+            "modificationTime": entry.modification_time,
+            "blockReplication": entry.block_replication,
+            "blockSize": entry.block_size,
+            "action": entry.action,
+        }
+    else:
+        fields = {"path": entry.path, "timestamp": entry.timestamp, "batchId": entry.batch_id}
+    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _should_retain(entry: SinkFileStatus | FileEntry, retention_ms: int | None, now_ms: int) -> bool:
+    """FileStreamSinkLog.shouldRetain; FileStreamSourceLog keeps every entry."""
+    if retention_ms is None or not isinstance(entry, SinkFileStatus):
+        return True
+    return now_ms - entry.modification_time <= retention_ms
+
+
+# --- shared ---------------------------------------------------------------------------------------
+
+
+def _no_writes(storage: CheckpointStorage, write: PlannedWrite) -> bytes:
+    raise ValueError(f"{write.path}: an expiry plan has no writes")
+
+
+def _unreadable_reason(
+    storage: CheckpointStorage, relpath: str, kind: LogKind, errors: tuple[type[CheckpointError], ...]
+) -> str | None:
+    parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
+    try:
+        parse(storage.read_bytes(relpath), source=relpath)
+    except errors as error:
+        return str(error)
+    return None
+
+
+def _log_batches(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
+    """Batch id -> file; where both ``N`` and ``N.compact`` exist, the compaction file (what Spark reads)."""
+    batches: dict[int, FileInfo] = {}
+    for info in listing:
+        batch_id = None if info.is_dir else parse_batch_id(info.name, compactible=True)
+        if batch_id is not None and (batch_id not in batches or info.name.endswith(COMPACT_FILE_SUFFIX)):
+            batches[batch_id] = info
+    return batches
+
+
+def _compact_ids(listing: Iterable[FileInfo]) -> list[int]:
+    return [batch_id for batch_id, info in _log_batches(listing).items() if info.name.endswith(COMPACT_FILE_SUFFIX)]
+
+
+def _batch_file_name(batch_id: int, interval: int) -> str:
+    return f"{batch_id}{COMPACT_FILE_SUFFIX}" if is_compaction_batch(batch_id, interval) else str(batch_id)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in ("source", "sink"):
+        raise ValueError(f"kind must be 'source' or 'sink', got {kind!r}")
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
+

@@ -1,0 +1,193 @@
+"""What a maintenance plan is: the exact files to write and delete, and the preconditions.
+
+Every maintenance action (purge, snapshot, cleanup, compact/expire) is planned by a pure
+``plan_*`` function that returns a ``MaintenancePlan`` and applied later by ``apply_plan``
+(``execute.py``). The plan is what an on-call engineer reads before confirming, so it names every
+file, says why it goes, and carries the preconditions with their state. It round-trips through
+JSON (``as_json`` / ``plan_from_json``) so that the web side can store it and a worker can apply
+exactly what was confirmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Precondition names that an audited override may waive. Only "the query seems to be running"
+# can be: every other failed precondition means the plan would break the checkpoint.
+OVERRIDABLE_PRECONDITIONS = frozenset({"query-stopped"})
+
+
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """One condition the plan needs, with whether it holds and the evidence for it."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    @property
+    def overridable(self) -> bool:
+        return self.name in OVERRIDABLE_PRECONDITIONS
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A file a planned write is built from, as it was when planning (path and size)."""
+
+    path: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedWrite:
+    """A file the plan creates from ``inputs``; ``overwrite`` when it may replace an existing one.
+
+    ``hadoop_crc`` asks for a Hadoop ``.<name>.crc`` next to it (local filesystems, where Spark's
+    own writes have one).
+    """
+
+    path: str
+    inputs: tuple[FileState, ...]
+    estimated_bytes: int
+    reason: str
+    overwrite: bool = False
+    hadoop_crc: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedDelete:
+    """A file the plan deletes, with its size when planning and why it may go."""
+
+    path: str
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenancePlan:
+    """A complete, ordered plan: writes first, then deletes in the order given.
+
+    ``parameters`` are the inputs of the ``plan_*`` call (thresholds, chosen stores) so that a
+    worker can plan again just before applying and compare (``changes_since``).
+    """
+
+    action: str
+    parameters: Mapping[str, Any]
+    writes: tuple[PlannedWrite, ...] = ()
+    deletes: tuple[PlannedDelete, ...] = ()
+    preconditions: tuple[Precondition, ...] = ()
+    summary: str = ""
+    planned_at: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(delete.size for delete in self.deletes)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(write.estimated_bytes for write in self.writes)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.writes and not self.deletes
+
+    def failed_preconditions(self, *, overrides: Collection[str] = ()) -> tuple[Precondition, ...]:
+        """The preconditions that fail and are not waived by ``overrides`` (overridable names only)."""
+        waived = set(overrides) & OVERRIDABLE_PRECONDITIONS
+        return tuple(p for p in self.preconditions if not p.ok and p.name not in waived)
+
+    def is_allowed(self, *, overrides: Collection[str] = ()) -> bool:
+        return not self.failed_preconditions(overrides=overrides)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "parameters": dict(self.parameters),
+            "writes": [_write_json(w) for w in self.writes],
+            "deletes": [{"path": d.path, "size": d.size, "reason": d.reason} for d in self.deletes],
+            "preconditions": [{"name": p.name, "ok": p.ok, "detail": p.detail} for p in self.preconditions],
+            "summary": self.summary,
+            "planned_at": self.planned_at,
+            "notes": list(self.notes),
+            "bytes_freed": self.bytes_freed,
+            "bytes_written": self.bytes_written,
+        }
+
+
+def _write_json(write: PlannedWrite) -> dict[str, Any]:
+    return {
+        "path": write.path,
+        "inputs": [{"path": i.path, "size": i.size} for i in write.inputs],
+        "estimated_bytes": write.estimated_bytes,
+        "reason": write.reason,
+        "overwrite": write.overwrite,
+        "hadoop_crc": write.hadoop_crc,
+    }
+
+
+def plan_from_json(data: Mapping[str, Any]) -> MaintenancePlan:
+    """Rebuild a plan stored with ``as_json`` (derived totals are recomputed, not trusted)."""
+    return MaintenancePlan(
+        action=data["action"],
+        parameters=dict(data.get("parameters", {})),
+        writes=tuple(
+            PlannedWrite(
+                path=w["path"],
+                inputs=tuple(FileState(i["path"], int(i["size"])) for i in w.get("inputs", ())),
+                estimated_bytes=int(w.get("estimated_bytes", 0)),
+                reason=w.get("reason", ""),
+                overwrite=bool(w.get("overwrite", False)),
+                hadoop_crc=bool(w.get("hadoop_crc", False)),
+            )
+            for w in data.get("writes", ())
+        ),
+        deletes=tuple(PlannedDelete(d["path"], int(d["size"]), d.get("reason", "")) for d in data.get("deletes", ())),
+        preconditions=tuple(Precondition(p["name"], bool(p["ok"]), p.get("detail", "")) for p in data.get("preconditions", ())),
+        summary=data.get("summary", ""),
+        planned_at=float(data.get("planned_at", 0.0)),
+        notes=tuple(data.get("notes", ())),
+    )
+
+
+def restrict_to_confirmed(confirmed: MaintenancePlan, fresh: MaintenancePlan) -> tuple[MaintenancePlan, tuple[str, ...]]:
+    """The part of ``confirmed`` that a ``fresh`` plan of the same request still wants.
+
+    A worker plans again right before applying, from the checkpoint as it is now. It then does
+    only what both plans contain: nothing the user did not confirm, and nothing the current state
+    no longer allows (the query ran on, Spark's own maintenance ran, an interrupted run already
+    did part of it). The preconditions are the fresh ones. The second value names each skipped
+    file and why, for the run's result.
+    """
+    fresh_deletes = {d.path for d in fresh.deletes}
+    fresh_writes = {w.path: w for w in fresh.writes}
+    writes, deletes, skipped = [], [], []
+    for write in confirmed.writes:
+        again = fresh_writes.get(write.path)
+        if again is not None and again.inputs == write.inputs:
+            writes.append(write)
+        else:
+            skipped.append(f"write {write.path}: no longer planned with the same inputs (already written, or the files changed)")
+    for delete in confirmed.deletes:
+        if delete.path in fresh_deletes:
+            deletes.append(delete)
+        else:
+            skipped.append(f"delete {delete.path}: no longer planned (already deleted, or now needed)")
+    plan = MaintenancePlan(
+        action=confirmed.action,
+        parameters=confirmed.parameters,
+        writes=tuple(writes),
+        deletes=tuple(deletes),
+        preconditions=fresh.preconditions,
+        summary=confirmed.summary,
+        planned_at=fresh.planned_at,
+        notes=fresh.notes,
+    )
+    return plan, tuple(skipped)
+
+
+def precondition(name: str, ok: bool, detail: str) -> Precondition:
+    """Shorthand used by the planners."""
+    return Precondition(name, bool(ok), detail)

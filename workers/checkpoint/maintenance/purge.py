@@ -1,0 +1,240 @@
+"""Purge old offset and commit log files, as HDFSMetadataLog.purge does (§2.6).
+
+Spark's driver calls ``offsetLog.purge(b - minBatchesToRetain)`` and ``commitLog.purge(...)`` at
+the start of batch b: every ``offsets/N`` and ``commits/N`` with N below the threshold goes. This
+action does the same for a stopped query (e.g. after ``minBatchesToRetain`` was raised, or when
+the files were kept for a while), with a threshold that never reaches what Spark needs:
+
+* the latest committed batch and everything after it (an uncommitted last ``offsets/N`` and the
+  commit of the batch before it stay, so the restart re-runs that batch);
+* the offsets of the batch before the latest offsets file: MicroBatchExecution.populateStartOffsets
+  reads them at restart and fails with "batch N-1 doesn't exist" without them (which is why
+  Spark's own purge, at minBatchesToRetain 1, still leaves two offsets files);
+* the batches whose state versions are still on disk: version V is written by batch V-1, and the
+  state data source reads the offsets and commits of the batch it loads, so offsets and commits
+  stay for every batch from (the oldest state version in any store) - 1 on.
+
+Deletes go oldest first, each sidecar right before its file, so a killed run always leaves a
+contiguous suffix of both logs. The compactible logs (``sources/<i>``, ``_spark_metadata``) are
+never purged (Spark throws on it); ``compaction.plan_log_expiry`` is their counterpart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
+from ..rocksdbstate import parse_rocksdb_store_files
+from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
+from ..storage import CheckpointStorage, FileInfo
+from .execute import AppliedPlan, StepHook, apply_plan
+from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
+from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
+from .sidecars import sidecars_of
+
+ACTION = "purge"
+# spark.sql.streaming.minBatchesToRetain default.
+DEFAULT_KEEP_BATCHES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    """One bound on the purge threshold and why it is there."""
+
+    threshold: int
+    reason: str
+
+
+def plan_purge(
+    storage: CheckpointStorage,
+    *,
+    keep_batches: int = DEFAULT_KEEP_BATCHES,
+    before_batch: int | None = None,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+) -> MaintenancePlan:
+    """Plan the purge of ``storage``'s offsets and commits (one LIST per log, the state tree's LISTs)."""
+    return purge_plan_from_listings(
+        storage.list_dir(OFFSETS_DIR),
+        storage.list_dir(COMMITS_DIR),
+        oldest_state_version=oldest_state_version(list_state_store_dirs(storage)),
+        keep_batches=keep_batches,
+        before_batch=before_batch,
+        now=now,
+        quiet_seconds=quiet_seconds,
+    )
+
+
+def oldest_state_version(stores: Iterable[StateStoreDir]) -> int | None:
+    """The lowest version any store still has a file for (delta, snapshot, zip or changelog)."""
+    oldest = None
+    for store in stores:
+        versions = _store_versions(store)
+        if versions:
+            oldest = min(versions) if oldest is None else min(oldest, min(versions))
+    return oldest
+
+
+def _store_versions(store: StateStoreDir) -> Sequence[int]:
+    provider = detect_provider(store.files)
+    if provider == "hdfs":
+        return [f.version for f in parse_hdfs_state_files(store.files)[0]]
+    if provider == "rocksdb":
+        return parse_rocksdb_store_files(store.files).versions
+    return ()
+
+
+def purge_plan_from_listings(
+    offsets: Sequence[FileInfo],
+    commits: Sequence[FileInfo],
+    *,
+    oldest_state_version: int | None,
+    keep_batches: int = DEFAULT_KEEP_BATCHES,
+    before_batch: int | None = None,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+) -> MaintenancePlan:
+    """The pure core of ``plan_purge``: the listings of ``offsets/`` and ``commits/`` and the state."""
+    if keep_batches < 1:
+        raise ValueError(f"keep_batches must be at least 1 (the latest committed batch), got {keep_batches}")
+    if before_batch is not None and before_batch < 0:
+        raise ValueError(f"before_batch must be a batch id (>= 0), got {before_batch}")
+    parameters = {"keep_batches": keep_batches, "before_batch": before_batch, "quiet_seconds": quiet_seconds}
+    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    logs = {OFFSETS_DIR: _batch_files(offsets), COMMITS_DIR: _batch_files(commits)}
+    if not logs[COMMITS_DIR]:
+        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary="nothing to purge: no batch is committed yet", planned_at=now)
+    latest_committed = max(logs[COMMITS_DIR])
+    latest_offsets = max(logs[OFFSETS_DIR], default=latest_committed)
+    limits = _limits(latest_committed, latest_offsets, keep_batches, before_batch, oldest_state_version)
+    binding = min(limits, key=lambda limit: limit.threshold)
+    deletes = _deletes(logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, binding.threshold)
+    required = _required_from(latest_committed, latest_offsets, oldest_state_version)
+    preconditions = (
+        stopped,
+        _retention(logs, deletes, latest_committed, required),
+        _contiguity(logs, deletes),
+    )
+    notes = tuple(f"threshold {limit.threshold}: {limit.reason}" for limit in limits)
+    return MaintenancePlan(
+        ACTION,
+        parameters,
+        deletes=deletes,
+        preconditions=preconditions,
+        summary=_summary(logs, deletes, binding),
+        planned_at=now,
+        notes=notes,
+    )
+
+
+def _batch_files(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
+    files = {}
+    for info in listing:
+        batch_id = None if info.is_dir else parse_batch_id(info.name)
+        if batch_id is not None:
+            files[batch_id] = info
+    return files
+
+
+def _limits(
+    latest_committed: int, latest_offsets: int, keep_batches: int, before_batch: int | None, oldest_state: int | None
+) -> list[_Limit]:
+    limits = [
+        _Limit(latest_committed + 1 - keep_batches, f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"),
+        _Limit(latest_offsets - 1, f"a restart reads the offsets of batch {latest_offsets - 1}, the one before the latest ({latest_offsets})"),
+    ]
+    if before_batch is not None:
+        limits.append(_Limit(before_batch, "the requested bound (before_batch)"))
+    if oldest_state is not None:
+        limits.append(
+            _Limit(oldest_state - 1, f"state version {oldest_state} is still on disk and is read with batch {oldest_state - 1}'s offsets and commits")
+        )
+    return limits
+
+
+def _required_from(latest_committed: int, latest_offsets: int, oldest_state: int | None) -> int:
+    """The oldest batch whose offsets and commits Spark may read (restart, state data source)."""
+    required = min(latest_committed, latest_offsets - 1)
+    return required if oldest_state is None else min(required, oldest_state - 1)
+
+
+def _deletes(logs: dict[str, dict[int, FileInfo]], listings: dict[str, Sequence[FileInfo]], threshold: int) -> tuple[PlannedDelete, ...]:
+    """Oldest batch first; per batch its offsets file, then its commit, each after its sidecars."""
+    names = {log: {info.name for info in listing} for log, listing in listings.items()}
+    sizes = {log: {info.name: info.size for info in listing} for log, listing in listings.items()}
+    doomed = sorted({batch_id for files in logs.values() for batch_id in files if batch_id < threshold})
+    deletes = []
+    for batch_id in doomed:
+        for log in (OFFSETS_DIR, COMMITS_DIR):
+            info = logs[log].get(batch_id)
+            if info is None:
+                continue
+            reason = f"batch {batch_id} is below the purge threshold {threshold}"
+            for sidecar in sidecars_of(info.name, names[log]):
+                deletes.append(PlannedDelete(f"{log}/{sidecar}", sizes[log][sidecar], f"checksum of {log}/{info.name}"))
+            deletes.append(PlannedDelete(f"{log}/{info.name}", info.size, reason))
+    return tuple(deletes)
+
+
+def _deleted_ids(deletes: Iterable[PlannedDelete], log: str) -> set[int]:
+    ids = set()
+    for delete in deletes:
+        directory, _, name = delete.path.rpartition("/")
+        batch_id = parse_batch_id(name)
+        if directory == log and batch_id is not None:
+            ids.add(batch_id)
+    return ids
+
+
+def _retention(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete], latest_committed: int, required: int) -> Precondition:
+    """Check the planned deletes themselves: nothing at or after ``required`` goes."""
+    lost = sorted(
+        f"{log}/{batch_id}" for log in logs for batch_id in _deleted_ids(deletes, log) if batch_id >= required
+    )
+    if lost:
+        return precondition("retention", False, f"would delete {', '.join(lost[:5])}, needed from batch {required} on")
+    return precondition(
+        "retention",
+        True,
+        f"every offsets and commits file from batch {required} on stays (latest committed batch {latest_committed})",
+    )
+
+
+def _contiguity(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete]) -> Precondition:
+    """What remains of each log must still start where the deletes end: no hole is created."""
+    problems, holes = [], []
+    for log, files in logs.items():
+        deleted = _deleted_ids(deletes, log)
+        remaining = sorted(set(files) - deleted)
+        if deleted and remaining and max(deleted) > remaining[0]:
+            problems.append(f"{log}/{max(deleted)} goes but {log}/{remaining[0]} stays")
+        missing = sorted(set(range(remaining[0], remaining[-1] + 1)) - set(remaining)) if remaining else []
+        if missing:
+            holes.append(f"{log} already lacks batch(es) {', '.join(map(str, missing[:5]))}")
+    if problems:
+        return precondition("contiguity", False, "; ".join(problems))
+    detail = "what remains of offsets/ and commits/ starts right after the purged batches"
+    return precondition("contiguity", True, detail + (f" (not caused by this plan: {'; '.join(holes)})" if holes else ""))
+
+
+def _summary(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete], binding: _Limit) -> str:
+    ids = sorted(_deleted_ids(deletes, OFFSETS_DIR) | _deleted_ids(deletes, COMMITS_DIR))
+    if not ids:
+        oldest = min(min(files) for files in logs.values() if files)
+        return f"nothing to purge: the oldest batch is {oldest} and the threshold is {binding.threshold} ({binding.reason})"
+    freed = sum(d.size for d in deletes)
+    return (
+        f"purge offsets and commits of batches {ids[0]}..{ids[-1]}: {len(deletes)} files, {freed} bytes "
+        f"(threshold {binding.threshold}: {binding.reason})"
+    )
+
+
+def build_purge_content(storage: CheckpointStorage, write: PlannedWrite) -> bytes:
+    """A purge writes nothing; a plan that asks for a write did not come from ``plan_purge``."""
+    raise ValueError(f"{write.path}: a purge plan has no writes")
+
+
+def apply_purge(storage: CheckpointStorage, plan: MaintenancePlan, on_step: StepHook | None = None) -> AppliedPlan:
+    """Carry out a confirmed purge plan (deletes only, in the plan's order)."""
+    return apply_plan(storage, plan, build_purge_content, on_step=on_step)
