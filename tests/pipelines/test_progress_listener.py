@@ -237,6 +237,9 @@ def test_a_spooled_file_deleted_by_someone_else_is_skipped(ingest, tmp_path):
         sender.submit(progress)
     wait_until(lambda: sender.stats.spooled == 2, "both events are spooled")
     spooled_files(tmp_path / "spool")[0].unlink()
+    # The sender may have read the file just before it went; a probe made after ckptweb is back
+    # would then deliver it from memory. Start ckptweb only once the sender has noticed the loss.
+    wait_until(lambda: len(sender.spool) == 1, "the sender forgets the deleted file")
     ingest.start()
     wait_until(lambda: ingest.received, "the remaining event is sent")
     assert sender.close(timeout_seconds=10)
@@ -306,11 +309,15 @@ def test_a_real_query_delivers_every_batch_once_across_a_ckptweb_outage(spark_se
         wait_until(lambda: spooled_files(spool_dir), "progress is spooled")
         ingest.start()
         wait_until(lambda: not spooled_files(spool_dir), "the spool is drained")
-    finally:
         stop_between_batches(query, timeout_seconds=60)
+        reported = [json.loads(progress.json) for progress in query.recentProgress]
+        # Spark's listener bus may still hold the last events: removing the listener now would
+        # drop them, so wait for them first (a loaded machine delays the bus by seconds).
+        wait_until(lambda: len(ingest.received) >= len(reported), "every batch reached ckptweb", timeout=180)
+    finally:
+        if query.isActive:
+            stop_between_batches(query, timeout_seconds=60)
         spark_session.streams.removeListener(listener)
-    reported = [json.loads(progress.json) for progress in query.recentProgress]
-    wait_until(lambda: len(ingest.received) >= len(reported), "every batch reached ckptweb")
     assert listener.close(timeout_seconds=30)
     assert sorted(p["batchId"] for p in ingest.received) == [p["batchId"] for p in reported]
     assert sorted(ingest.received, key=lambda p: p["batchId"]) == reported
