@@ -50,6 +50,23 @@ if not DEBUG and SECRET_KEY == "insecure-dev-key":
     raise ImproperlyConfigured("Set CKPTWEB_SECRET_KEY when CKPTWEB_DEBUG is false")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 
+# Production (DEBUG off) is HTTPS only: secure cookies, redirect to https, HSTS. Behind a proxy
+# that terminates TLS, name the header it sets (e.g. HTTP_X_FORWARDED_PROTO) so Django knows a
+# request came in over https; turn the redirect off only when the proxy redirects itself.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SECURE_SSL_REDIRECT = env_flag("SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = 0 if DEBUG else env_int("HSTS_SECONDS", 31_536_000, minimum=0)
+# includeSubDomains covers names below ckptweb's own host only. Preload is a registration with
+# the browsers that an internal tool's operators must choose themselves (CKPTWEB_HSTS_PRELOAD),
+# so its deploy-check warning is silenced rather than the directive sent by default.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = env_flag("HSTS_PRELOAD", default=False)
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+if env("TLS_PROXY_HEADER"):
+    SECURE_PROXY_SSL_HEADER = (env("TLS_PROXY_HEADER"), "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -147,6 +164,16 @@ STATIC_ROOT = DATA_DIR / "static"
 # on the same machine. It needs no server but does not span machines: use Redis for that.
 REDIS_URL = env("REDIS_URL")
 BROKER_DIR = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
+# The cache holds the login limiter's counters: shared through Redis when there is one, else per
+# process (the embedded default runs one web process).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "ckptweb"}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+# Failed logins allowed per client address and user name in a window, then 429 until it ends.
+LOGIN_FAILURES_LIMIT = env_int("LOGIN_FAILURES_LIMIT", 10)
+LOGIN_FAILURES_WINDOW_SECONDS = env_int("LOGIN_FAILURES_WINDOW_SECONDS", 900)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
 else:
@@ -171,6 +198,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # per-checkpoint syncs are rows of that table (dashboards/schedules.py).
 CELERY_BEAT_SCHEDULE = {
     "tail-event-logs": {"task": "workers.tasks.tail_event_logs", "schedule": float(env_int("EVENT_LOG_TAIL_SECONDS", 30))},
+    # Maintenance runs whose worker died (lease expired) are resumed from where they stopped.
+    "resume-interrupted-maintenance": {"task": "workers.tasks.resume_interrupted_maintenance", "schedule": 60.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -179,15 +208,36 @@ CHECKPOINT_ROOTS = env_list("CHECKPOINT_ROOTS", str(DATA_DIR / "checkpoints"))
 SYNC_INTERVAL_SECONDS = env_int("SYNC_INTERVAL_SECONDS", 30)
 # A sync that has not finished after this long is presumed dead and its lock may be taken over.
 SYNC_LEASE_SECONDS = env_int("SYNC_LEASE_SECONDS", 300)
+# Syncs probe the next expected offsets/N and commits/N names; a full listing of both directories
+# (which notices purges and files written out of order) runs at most this often.
+# 0: list on every sync, as before probing existed.
+RECONCILE_INTERVAL_SECONDS = env_int("RECONCILE_INTERVAL_SECONDS", 3600, minimum=0)
+# S3-compatible endpoint for s3:// checkpoints (MinIO, moto, ...); empty: AWS. Credentials are
+# never stored by ckptweb: s3fs takes them from boto's chain (AWS_* variables, ~/.aws, roles).
+S3_ENDPOINT_URL = env("S3_ENDPOINT_URL", "")
 # The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
 # with a sync at most this often, not on every sync.
 INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)
+# Maintenance: a confirmed plan older than this must be made again; a running worker renews its
+# lease this often (a crashed worker's run is resumed once the lease expires); a query counts as
+# stopped when no batch and no live progress arrived for MAINTENANCE_QUIET_SECONDS; with
+# MAINTENANCE_REQUIRES_APPROVAL a second person with the approve permission must approve a run.
+MAINTENANCE_PLAN_MAX_AGE_SECONDS = env_int("MAINTENANCE_PLAN_MAX_AGE_SECONDS", 3600)
+MAINTENANCE_LEASE_SECONDS = env_int("MAINTENANCE_LEASE_SECONDS", 120)
+MAINTENANCE_QUIET_SECONDS = env_int("MAINTENANCE_QUIET_SECONDS", 300)
+MAINTENANCE_REQUIRES_APPROVAL = env_flag("MAINTENANCE_REQUIRES_APPROVAL", default=False)
 # Counting a state partition's rows reads its whole load chain: partitions needing more are
 # listed with "not counted" instead.
 STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)
 # Assumed throughput of writing a compact file, for the "compaction slower than the trigger"
 # projection of the compaction panel (no progress metric times the compaction itself).
 COMPACTION_BYTES_PER_SECOND = env_int("COMPACTION_BYTES_PER_SECOND", 20 * 1024 * 1024)
+
+# /metrics (Prometheus). With a token set, scrapers must send "Authorization: Bearer <token>"; with
+# none, /metrics is public like /health/ (it shows checkpoint and query names, no file content).
+METRICS_TOKEN = env("METRICS_TOKEN")
+# Per-operator labels on the state families: one series per stateful operator instead of a sum.
+METRICS_PER_OPERATOR = env_flag("METRICS_PER_OPERATOR", default=False)
 
 LOGGING = {
     "version": 1,

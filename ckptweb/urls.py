@@ -5,12 +5,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from dashboards.api import ProgressIngestView
+from dashboards.login_limit import LimitedLoginView
+from dashboards.metrics import metrics
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/ingest/progress/", ProgressIngestView.as_view(), name="api-ingest-progress"),
+    path("metrics", metrics, name="metrics"),
     path("api/schema/", login_required(SpectacularAPIView.as_view()), name="api-schema"),
     path("", include("dashboards.urls")),
 ]

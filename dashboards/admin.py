@@ -1,6 +1,18 @@
 from django.contrib import admin
 
-from .models import Batch, BatchProgress, Checkpoint, EventLogDirectory, QueryRun, StreamingQuery, SyncIssue, SyncRun
+from .models import (
+    AuditEntry,
+    Batch,
+    BatchProgress,
+    Checkpoint,
+    EventLogDirectory,
+    MaintenancePolicy,
+    MaintenanceRun,
+    QueryRun,
+    StreamingQuery,
+    SyncIssue,
+    SyncRun,
+)
 
 
 @admin.register(Checkpoint)
@@ -75,3 +87,44 @@ class EventLogDirectoryAdmin(admin.ModelAdmin):
 class BatchProgressAdmin(ReadOnlyAdmin):
     list_display = ["query", "batch_id", "timestamp", "num_input_rows", "origin"]
     list_filter = ["origin"]
+
+
+@admin.register(MaintenanceRun)
+class MaintenanceRunAdmin(ReadOnlyAdmin):
+    """Runs change only through the maintenance pages, which audit every step."""
+
+    list_display = ["pk", "checkpoint", "action", "status", "requested_by", "confirmed_by", "requested_at", "finished_at"]
+    list_filter = ["action", "status"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """The audit trail: never added, changed or deleted by hand."""
+
+    list_display = ["at", "actor_name", "event", "checkpoint_name", "run", "detail"]
+    list_filter = ["event"]
+    search_fields = ["actor_name", "checkpoint_name", "detail"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MaintenancePolicy)
+class MaintenancePolicyAdmin(admin.ModelAdmin):
+    list_display = ["checkpoint", "action", "parameters", "interval_seconds", "is_enabled", "created_by"]
+    readonly_fields = ["created_by", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return request.user.has_perm("dashboards.run_maintenance") and super().has_add_permission(request)
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+        AuditEntry.record(
+            AuditEntry.Event.POLICY_CHANGED, actor=request.user, checkpoint=obj.checkpoint,
+            detail=f"{'changed' if change else 'created'} {obj}: {obj.reason}", data={"parameters": obj.parameters},
+        )

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class DashboardsConfig(AppConfig):
     name = "dashboards"
     verbose_name = "Checkpoint dashboards"
+
+    def ready(self) -> None:
+        from . import audit  # noqa: F401  (connects the failed-login receiver)

@@ -1,4 +1,4 @@
-"""Each checkpoint's periodic sync, kept as a django-celery-beat PeriodicTask.
+"""Each checkpoint's periodic sync and each maintenance policy, kept as django-celery-beat PeriodicTasks.
 
 Celery beat (DatabaseScheduler) reads these rows; the task name is a string so that the models
 never import workers.tasks.
@@ -11,30 +11,51 @@ from typing import TYPE_CHECKING
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 if TYPE_CHECKING:
-    from .models import Checkpoint
+    from .models import Checkpoint, MaintenancePolicy
 
 SYNC_TASK_NAME = "workers.tasks.sync_checkpoint"
+POLICY_TASK_NAME = "workers.tasks.run_maintenance_policy"
+
+
+def _every_seconds(name: str, task: str, seconds: int, pk: int, *, enabled: bool, description: str) -> PeriodicTask:
+    """Create or update the periodic task ``name``: ``task(pk)`` every ``seconds``.
+
+    A run still queued when the next one is due is worthless, so the broker drops it then.
+    """
+    interval, _ = IntervalSchedule.objects.get_or_create(every=seconds, period=IntervalSchedule.SECONDS)
+    periodic, _ = PeriodicTask.objects.update_or_create(
+        name=name,
+        defaults={
+            "task": task,
+            "interval": interval,
+            "args": json.dumps([pk]),
+            "enabled": enabled,
+            "expire_seconds": seconds,
+            "description": description,
+        },
+    )
+    return periodic
 
 
 def schedule_sync(checkpoint: Checkpoint) -> PeriodicTask:
     """Create or update the checkpoint's periodic sync to match its interval and enabled flag."""
-    interval, _ = IntervalSchedule.objects.get_or_create(
-        every=checkpoint.sync_interval_seconds, period=IntervalSchedule.SECONDS
+    return _every_seconds(
+        f"sync checkpoint {checkpoint.pk}", SYNC_TASK_NAME, checkpoint.sync_interval_seconds, checkpoint.pk,
+        enabled=checkpoint.is_enabled, description=f"Sync {checkpoint.name} ({checkpoint.url})",
     )
-    task, _ = PeriodicTask.objects.update_or_create(
-        name=f"sync checkpoint {checkpoint.pk}",
-        defaults={
-            "task": SYNC_TASK_NAME,
-            "interval": interval,
-            "args": json.dumps([checkpoint.pk]),
-            "enabled": checkpoint.is_enabled,
-            # A sync still queued when the next one is due is worthless: let the broker drop it.
-            "expire_seconds": checkpoint.sync_interval_seconds,
-            "description": f"Sync {checkpoint.name} ({checkpoint.url})",
-        },
-    )
-    return task
 
 
 def unschedule_sync(checkpoint: Checkpoint) -> None:
     PeriodicTask.objects.filter(name=f"sync checkpoint {checkpoint.pk}").delete()
+
+
+def schedule_policy(policy: MaintenancePolicy) -> PeriodicTask:
+    """Create or update the periodic task of a maintenance policy."""
+    return _every_seconds(
+        f"maintenance policy {policy.pk}", POLICY_TASK_NAME, policy.interval_seconds, policy.pk,
+        enabled=policy.is_enabled, description=f"{policy.get_action_display()} on {policy.checkpoint.name}",
+    )
+
+
+def unschedule_policy(policy: MaintenancePolicy) -> None:
+    PeriodicTask.objects.filter(name=f"maintenance policy {policy.pk}").delete()

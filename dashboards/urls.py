@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from .views import maintenance, pages as views
 
 app_name = "dashboards"
 
@@ -21,5 +21,13 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/", views.state_partition_detail, name="state-partition"),
     path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/sample/", views.state_partition_sample, name="state-partition-sample"),
     path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/", maintenance.maintenance_overview, name="maintenance"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/request/", maintenance.maintenance_request, name="maintenance-request"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/", maintenance.maintenance_run, name="maintenance-run"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/panel/", maintenance.maintenance_run_panel, name="maintenance-run-panel"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/confirm/", maintenance.maintenance_confirm, name="maintenance-confirm"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/approve/", maintenance.maintenance_approve, name="maintenance-approve"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/cancel/", maintenance.maintenance_cancel, name="maintenance-cancel"),
+    path("audit/", maintenance.audit_log, name="audit-log"),
     path("health/", views.health, name="health"),
 ]

@@ -74,3 +74,18 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     from django.conf import settings
 
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+@pytest.fixture
+def oncall_group(db):
+    """The "on-call" group of migration 0008.
+
+    Made again when missing: a transactional test's flush empties the tables after it, and data
+    migrations are not replayed (permissions are, by post_migrate).
+    """
+    from django.contrib.auth.models import Group, Permission
+
+    group, _ = Group.objects.get_or_create(name="on-call")
+    codenames = ("plan_maintenance", "run_maintenance", "approve_maintenance")
+    group.permissions.add(*Permission.objects.filter(content_type__app_label="dashboards", codename__in=codenames))
+    return group

@@ -18,3 +18,29 @@ def write_sink_log(log_dir, batch_ids) -> None:
     log_dir.mkdir(parents=True, exist_ok=True)
     for batch_id in batch_ids:
         (log_dir / str(batch_id)).write_bytes(b"v1\n" + entry % batch_id)
+
+
+def long_stateless_history(checkpoint_dir, *, batches: int, idle_seconds: float = 3600.0) -> None:
+    """Turn a copied fixture into a stateless checkpoint with ``batches`` committed batches.
+
+    Offset and commit files carry no batch id, so the fixture's newest pair stands for every
+    batch; the state directory goes (no state to retain), the Hadoop CRCs stay beside each file,
+    and every file gets an mtime ``idle_seconds`` ago (a stopped query).
+    """
+    import os
+    import shutil
+    import time
+
+    shutil.rmtree(checkpoint_dir / "state", ignore_errors=True)
+    for log in ("offsets", "commits"):
+        directory = checkpoint_dir / log
+        newest = max(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+        content, crc = (directory / str(newest)).read_bytes(), (directory / f".{newest}.crc").read_bytes()
+        for path in list(directory.iterdir()):
+            path.unlink()
+        for batch_id in range(batches):
+            (directory / str(batch_id)).write_bytes(content)
+            (directory / f".{batch_id}.crc").write_bytes(crc)
+    stamp = time.time() - idle_seconds
+    for path in checkpoint_dir.rglob("*"):
+        os.utime(path, (stamp, stamp))

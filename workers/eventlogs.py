@@ -6,7 +6,6 @@ old position; the other logs, and the other directories, are read regardless.
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,6 +20,7 @@ from workers.checkpoint import (
     find_event_logs,
     tail_event_log,
 )
+from workers.storage_options import open_storage
 
 
 def tail_all_event_log_directories() -> int:
@@ -32,7 +32,7 @@ def tail_event_log_directory(directory_id: int) -> int:
     directory = EventLogDirectory.objects.get(pk=directory_id)
     stored = 0
     try:
-        storage = CheckpointStorage(directory.url, allowed_roots=settings.CHECKPOINT_ROOTS)
+        storage = open_storage(directory.url)
         logs = find_event_logs(storage)
     except CheckpointError as exc:
         directory.errors = {"": str(exc)}

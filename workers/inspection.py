@@ -22,6 +22,7 @@ from workers.checkpoint import CheckpointStorage, MetadataLogSummary
 from workers.checkpoint import integrity
 from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, build_inventory
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state
+from workers.storage_options import open_storage
 
 STATE_FIGURES = (
     "provider", "path", "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes",
@@ -50,7 +51,7 @@ def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
 def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
     if not checkpoint.sink_log_url:
         return None
-    return CheckpointStorage(checkpoint.sink_log_url, allowed_roots=settings.CHECKPOINT_ROOTS)
+    return open_storage(checkpoint.sink_log_url)
 
 
 def read_inspection(

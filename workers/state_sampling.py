@@ -17,7 +17,6 @@ from django.utils import timezone
 from dashboards.models import StateSample
 from workers.checkpoint import (
     CheckpointError,
-    CheckpointStorage,
     StateFileInfo,
     StateStoreDir,
     find_store_schema,
@@ -25,6 +24,7 @@ from workers.checkpoint import (
     simple_string,
 )
 from workers.checkpoint.statesummary import state_conf
+from workers.storage_options import open_storage
 
 SAMPLE_ROWS = 50
 
@@ -46,7 +46,7 @@ def take_state_sample(sample_id: int) -> StateSample | None:
 def _decode_into(sample: StateSample) -> None:
     partition = sample.partition
     checkpoint = partition.checkpoint
-    storage = CheckpointStorage(checkpoint.url, allowed_roots=settings.CHECKPOINT_ROOTS)
+    storage = open_storage(checkpoint.url)
     entries = storage.list_dir(partition.path)
     sample.files = [[info.name, info.size] for info in entries if not info.is_dir]
     if partition.load_bytes and partition.load_bytes > settings.STATE_ROWS_MAX_BYTES:

@@ -1,8 +1,12 @@
 """Bring one checkpoint's rows up to date with its storage, reading only files not read before.
 
-A sync lists offsets/ and commits/ (two LIST calls), reads the offsets/N files that have no Batch
-row yet and the commits/N files of batches not yet known as committed, and records what it did in
-a SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
+A sync is one of two kinds (SyncRun.kind). A probe reads offsets/N+1, N+2, ... after the latest
+known batch until one is missing, and commits/N of the new and the still uncommitted batches:
+its storage calls grow with what is new, not with the history (workers.checkpoint.probe). A
+reconcile, on the first sync and then every RECONCILE_INTERVAL_SECONDS, lists offsets/ and
+commits/ (two LIST calls) and reads every listed file that has no row yet, which also catches
+files written behind a gap and notes the lowest batch Spark has not purged. Each records what it
+did in a SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
 Spark writes offsets/N and commits/N once and never rewrites them, so a file read is never read
 again. Rows of batches Spark has since purged are kept: they are the query's history.
 """
@@ -13,25 +17,31 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
 from workers.inspection import Inspection, inspection_due, read_inspection, sink_log_storage, store_inspection
+from workers.storage_options import open_storage
+from workers.checkpoint import MAX_PROBES_PER_SYNC, iter_next_entries
 from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
     CommitMetadata,
+    MissingFileError,
     OffsetSeq,
     find_stream_metadata,
     list_batch_ids,
     read_commit,
     read_offset_seq,
 )
+
+# The most offsets files one probe reads: a query far ahead is caught up over several syncs, and
+# what a sync holds in memory stays bounded whatever the history.
+PROBE_LIMIT = MAX_PROBES_PER_SYNC
 
 
 @dataclass
@@ -42,6 +52,8 @@ class SyncFindings:
     new_offsets: dict[int, OffsetSeq] = field(default_factory=dict)
     new_commits: dict[int, CommitMetadata] = field(default_factory=dict)
     problems: dict[str, CheckpointError] = field(default_factory=dict)
+    is_reconcile: bool = False
+    earliest_batch_id: int | None = None  # lowest offsets/N listed by a reconcile
 
 
 def sync_checkpoint(checkpoint_id: int, *, worker: str = "", now: datetime | None = None) -> SyncRun | None:
@@ -62,8 +74,9 @@ def sync_checkpoint(checkpoint_id: int, *, worker: str = "", now: datetime | Non
 
 def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
     try:
-        storage = CheckpointStorage(checkpoint.url, allowed_roots=settings.CHECKPOINT_ROOTS)
-        findings = SyncFindings()
+        storage = open_storage(checkpoint.url)
+        findings = SyncFindings(is_reconcile=reconcile_due(checkpoint, run.started_at))
+        run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
         _read_new_files(checkpoint, storage, findings)
         sink = sink_log_storage(checkpoint)
         inspection = None
@@ -81,10 +94,47 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         raise
 
 
+def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
+    """Tell whether this sync lists the log directories instead of probing the next names."""
+    last = checkpoint.last_reconciled_at
+    return last is None or now - last >= timedelta(seconds=settings.RECONCILE_INTERVAL_SECONDS)
+
+
 def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
     if checkpoint.query_id is None:
         findings.query_id = _find_query_id(storage, findings)
+    if findings.is_reconcile:
+        _read_listed_files(checkpoint, storage, findings)
+    else:
+        _read_probed_files(checkpoint, storage, findings)
+
+
+def _read_probed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+    first = 0 if checkpoint.latest_batch_id is None else checkpoint.latest_batch_id + 1
+    for batch_id, entry in iter_next_entries(storage, read_offset_seq, first, limit=PROBE_LIMIT):
+        if isinstance(entry, CheckpointError):
+            findings.problems[f"offsets/{batch_id}"] = entry
+        else:
+            findings.new_offsets[batch_id] = entry
+    # Offsets files of open issues have no row and probing starts past them: read them again.
+    for path in checkpoint.issues.open().filter(path__startswith="offsets/").values_list("path", flat=True):
+        batch_id = int(path.removeprefix("offsets/"))
+        if batch_id not in findings.new_offsets and path not in findings.problems:
+            _collect(findings.new_offsets, findings, batch_id, path, read_offset_seq, storage, missing_ok=True)
+    # Spark never commits a batch older than its latest commit (it reruns the last planned batch
+    # only), so a probe asks only for those after it; a reconcile would notice anything else.
+    uncommitted = checkpoint.batches.uncommitted().filter(batch_id__gt=_latest_committed(checkpoint))
+    for batch_id in sorted(set(findings.new_offsets) | set(uncommitted.values_list("batch_id", flat=True))):
+        _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage, missing_ok=True)
+
+
+def _latest_committed(checkpoint: Checkpoint) -> int:
+    return -1 if checkpoint.latest_committed_batch_id is None else checkpoint.latest_committed_batch_id
+
+
+def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
     offset_ids = list_batch_ids(storage, "offsets")
+    findings.earliest_batch_id = offset_ids[0] if offset_ids else None
     commit_ids = set(list_batch_ids(storage, "commits"))
     known = _known_batch_ids(checkpoint, offset_ids)
     for batch_id in offset_ids:
@@ -95,9 +145,19 @@ def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
 
 
-def _collect(into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage) -> None:
+def _collect(
+    into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage, *, missing_ok: bool = False
+) -> None:
+    """Read one log entry into ``into``; a file that cannot be read becomes a problem.
+
+    With ``missing_ok`` a missing file is no problem: a probed commit not written yet, or an
+    unreadable offsets file Spark has since purged (its issue then resolves).
+    """
     try:
         into[batch_id] = reader(storage, batch_id)
+    except MissingFileError as exc:
+        if not missing_ok:
+            findings.problems[path] = exc
     except CheckpointError as exc:
         findings.problems[path] = exc
 
@@ -161,6 +221,10 @@ def _store_findings(
     if findings.query_id:
         checkpoint.query, _ = StreamingQuery.objects.get_or_create(query_id=findings.query_id)
         checkpoint.save(update_fields=["query"])
+    if findings.is_reconcile:
+        checkpoint.last_reconciled_at = run.started_at
+        checkpoint.earliest_stored_batch_id = findings.earliest_batch_id
+        checkpoint.save(update_fields=["last_reconciled_at", "earliest_stored_batch_id"])
     Batch.objects.bulk_create(
         _batch_row(checkpoint, batch_id, offset_seq, findings.new_commits.get(batch_id))
         for batch_id, offset_seq in sorted(findings.new_offsets.items())
@@ -170,7 +234,7 @@ def _store_findings(
         _apply_commit(batch, late_commits[batch.batch_id])
         batch.save(update_fields=["is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata"])
     _record_issues(checkpoint, findings.problems, run.started_at)
-    _refresh_health(checkpoint, run.started_at)
+    _refresh_health(checkpoint, run.started_at, findings)
     if inspection is not None:
         store_inspection(checkpoint, inspection, run.started_at)
     _finish_run(run, [s for s in storages if s is not None], findings)
@@ -192,17 +256,24 @@ def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError],
     checkpoint.issues.open().exclude(path__in=list(problems)).update(resolved_at=now)
 
 
-def _refresh_health(checkpoint: Checkpoint, now: datetime) -> None:
-    figures = checkpoint.batches.aggregate(
-        latest=Max("batch_id"),
-        latest_committed=Max("batch_id", filter=Q(is_committed=True)),
-        uncommitted=Count("id", filter=Q(is_committed=False)),
-    )
-    latest = checkpoint.batches.filter(batch_id=figures["latest"]).values_list("timestamp_ms", flat=True).first()
-    checkpoint.latest_batch_id = figures["latest"]
-    checkpoint.latest_batch_at = ms_to_datetime(latest)
-    checkpoint.latest_committed_batch_id = figures["latest_committed"]
-    checkpoint.uncommitted_batch_count = figures["uncommitted"]
+def _refresh_health(checkpoint: Checkpoint, now: datetime, findings: SyncFindings) -> None:
+    """Update the health figures: counted from the rows by a reconcile, by difference after a probe.
+
+    Only syncs write Batch rows, one at a time under the lease, so the difference is exact; the
+    count over every row (a scan of the history) is left to the reconcile, which resets any drift.
+    """
+    if findings.is_reconcile:
+        checkpoint.uncommitted_batch_count = checkpoint.batches.uncommitted().count()
+    else:
+        late_commits = sum(1 for batch_id in findings.new_commits if batch_id not in findings.new_offsets)
+        new_uncommitted = sum(1 for batch_id in findings.new_offsets if batch_id not in findings.new_commits)
+        checkpoint.uncommitted_batch_count += new_uncommitted - late_commits
+    # Index lookups from the top of unique (checkpoint, batch_id), not aggregates over every row.
+    batches = checkpoint.batches.order_by("-batch_id")
+    latest = batches.values_list("batch_id", "timestamp_ms").first()
+    checkpoint.latest_batch_id, latest_ms = latest if latest else (None, None)
+    checkpoint.latest_batch_at = ms_to_datetime(latest_ms)
+    checkpoint.latest_committed_batch_id = batches.filter(is_committed=True).values_list("batch_id", flat=True).first()
     checkpoint.last_synced_at = now
     checkpoint.save(
         update_fields=["latest_batch_id", "latest_batch_at", "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at"]

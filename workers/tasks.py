@@ -1,7 +1,9 @@
-"""Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_sampling)."""
+"""Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_sampling, workers.maintenance_runs)."""
+import os
+
 from celery import shared_task
 
-from . import eventlogs, state_sampling, sync
+from . import eventlogs, maintenance_runs, state_sampling, sync
 
 
 @shared_task(acks_late=True)
@@ -20,3 +22,30 @@ def sample_state_partition(sample_id: int) -> None:
 def tail_event_logs() -> None:
     """Read new streaming-query progress from every registered event-log directory (celery beat)."""
     eventlogs.tail_all_event_log_directories()
+
+
+@shared_task(acks_late=True)
+def plan_maintenance(run_id: int) -> None:
+    """Compute and store the plan of a requested maintenance run."""
+    maintenance_runs.make_plan(run_id)
+
+
+@shared_task(acks_late=True)
+def run_maintenance(run_id: int) -> None:
+    """Apply a confirmed maintenance run (or resume one whose worker died)."""
+    maintenance_runs.execute_run(run_id, owner=f"{run_maintenance.request.hostname or 'worker'}:{os.getpid()}")
+
+
+@shared_task
+def resume_interrupted_maintenance() -> None:
+    """Hand runs whose worker died, or whose queued task was lost, to a live worker (celery beat)."""
+    for run_id in maintenance_runs.interrupted_run_ids():
+        run_maintenance.delay(run_id)
+
+
+@shared_task(acks_late=True)
+def run_maintenance_policy(policy_id: int) -> None:
+    """A scheduled policy: plan, and run only when every precondition holds (celery beat)."""
+    run_id = maintenance_runs.start_policy_run(policy_id)
+    if run_id is not None:
+        run_maintenance.delay(run_id)

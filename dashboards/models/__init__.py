@@ -10,9 +10,15 @@ from .core import (
     ms_to_datetime,
 )
 from .health import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample
+from .maintenance import AuditEntry, MaintenanceAction, MaintenancePolicy, MaintenanceRefused, MaintenanceRun
 from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, EventLogDirectory, StateOperatorMetrics, cache_hit_ratio
 
 __all__ = [
+    "AuditEntry",
+    "MaintenanceAction",
+    "MaintenancePolicy",
+    "MaintenanceRefused",
+    "MaintenanceRun",
     "Batch",
     "BatchProgress",
     "Checkpoint",

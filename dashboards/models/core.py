@@ -121,6 +121,12 @@ class Checkpoint(models.Model):
     last_inspected_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Last full pass: file inventory, integrity checks, metadata logs."
     )
+    last_reconciled_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="Last sync that listed offsets/ and commits/ instead of probing."
+    )
+    earliest_stored_batch_id = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Lowest offsets/N on storage at the last reconcile (Spark purges older ones)."
+    )
 
     # The sync lock: a worker owns the checkpoint until sync_lease_until; a crashed worker's lease expires.
     sync_lease_owner = models.CharField(max_length=200, blank=True, editable=False)
@@ -213,7 +219,12 @@ class SyncRun(models.Model):
         PARTIAL = "partial", "ok with file errors"
         FAILED = "failed"
 
+    class Kind(models.TextChoices):
+        PROBE = "probe", "probe of the next names"
+        RECONCILE = "reconcile", "full listing"
+
     checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="sync_runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.RECONCILE)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)

@@ -4,18 +4,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
 from dashboards.models import Checkpoint
 from factories import make_checkpoint
 from fixture_paths import SPARK_TEST_RESOURCES
+from url_catalogue import all_url_names, reverse_with_ids
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
 
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
-PUBLIC_URL_NAMES = {"login", "logout", "health"}
+PUBLIC_URL_NAMES = {"login", "logout", "health", "metrics"}
 
 
 @pytest.fixture
@@ -26,30 +27,11 @@ def synced(copy_checkpoint) -> Checkpoint:
     return checkpoint
 
 
-def _all_url_names(resolver=None, namespace: str = "") -> list[str]:
-    names = []
-    for entry in (resolver or get_resolver()).url_patterns:
-        if isinstance(entry, URLResolver) and entry.namespace != "admin":
-            names += _all_url_names(entry, f"{entry.namespace}:" if entry.namespace else namespace)
-        elif isinstance(entry, URLPattern) and entry.name:
-            names.append(namespace + entry.name)
-    return names
-
-
-def _reverse_with_ids(name: str, synced: Checkpoint) -> str:
-    for args in ([], [synced.pk], [synced.pk, 0]):
-        try:
-            return reverse(name, args=args)
-        except NoReverseMatch:
-            continue
-    raise AssertionError(f"cannot reverse {name}")
-
-
 def test_every_page_but_login_and_health_requires_a_signed_in_user(client, synced):
-    names = [n for n in _all_url_names() if n.split(":")[-1] not in PUBLIC_URL_NAMES]
+    names = [n for n in all_url_names() if n.split(":")[-1] not in PUBLIC_URL_NAMES]
     assert "dashboards:checkpoint-detail" in names
     for name in names:
-        url = _reverse_with_ids(name, synced)
+        url = reverse_with_ids(name, synced.pk)
         if name.startswith("api-ingest"):
             # Machine endpoints answer 401 and name the scheme instead of redirecting to a form.
             response = client.post(url, {}, content_type="application/json")

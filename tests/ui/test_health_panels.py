@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import Permission
 
 from dashboards.models import BatchProgress
 from factories import make_checkpoint

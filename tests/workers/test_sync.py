@@ -67,8 +67,9 @@ def test_second_sync_reads_only_the_new_files(copy_checkpoint):
     run = sync_checkpoint(checkpoint.pk)
 
     assert _batch_ids(checkpoint) == [0, 1, 2, 4, 5]
-    # offsets/5 and commits/5 only; batch 4 is still uncommitted and has no commit file to read.
-    assert (run.read_calls, run.list_calls) == (2, 2)
+    # A probe, no listing: offsets/5 (found), offsets/6 (missing: the end), commits/4 (missing:
+    # batch 4 is still uncommitted) and commits/5 (found).
+    assert (run.kind, run.read_calls, run.list_calls) == (SyncRun.Kind.PROBE, 4, 0)
     assert (run.new_batches, run.new_commits) == (1, 1)
 
 
@@ -82,7 +83,8 @@ def test_a_commit_written_after_the_first_sync_commits_the_known_batch(copy_chec
 
     batch = checkpoint.batches.get(batch_id=4)
     assert (batch.is_committed, batch.next_batch_watermark_ms) == (True, 7)
-    assert (run.new_batches, run.new_commits, run.read_calls) == (0, 1, 1)
+    # offsets/5 (missing: nothing new) and commits/4.
+    assert (run.new_batches, run.new_commits, run.read_calls) == (0, 1, 2)
     checkpoint.refresh_from_db()
     assert checkpoint.uncommitted_batch_count == 0
 
@@ -166,7 +168,8 @@ def test_sync_twice_changes_nothing(copy_checkpoint):
     run = sync_checkpoint(checkpoint.pk)
 
     assert list(Batch.objects.values_list("batch_id", "timestamp_ms", "is_committed", "sources")) == before
-    assert (run.new_batches, run.new_commits, run.read_calls) == (0, 0, 0)
+    # One probe of the next offsets file, which is missing; no listing.
+    assert (run.new_batches, run.new_commits, run.read_calls, run.list_calls) == (0, 0, 1, 0)
 
 
 def test_a_missing_checkpoint_directory_syncs_to_nothing_without_error(checkpoint_roots):

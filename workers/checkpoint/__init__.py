@@ -134,6 +134,7 @@ from .inventory import (
     take_inventory,
 )
 from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
+from .probe import MAX_PROBES_PER_SYNC, iter_next_entries
 
 __all__ = [
     # errors
@@ -276,6 +277,9 @@ __all__ = [
     "build_inventory",
     "list_tree",
     "take_inventory",
+    # probing the next expected names instead of listing
+    "MAX_PROBES_PER_SYNC",
+    "iter_next_entries",
     "CheckpointFacts",
     "Finding",
     "check_checkpoint",

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from workers import tasks
 
-from .charts import (
+from ..charts import (
     InventoryPoint,
     PartitionPoint,
     StatePoint,
@@ -22,9 +22,9 @@ from .charts import (
     state_heatmap_figure,
     state_metrics_figure,
 )
-from .compaction import CompactionOutlook, median_trigger_seconds, project_compaction
-from .forms import CheckpointForm
-from .models import (
+from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
+from ..forms import CheckpointForm
+from ..models import (
     CACHE_HITS,
     CACHE_MISSES,
     Batch,

@@ -1,0 +1,42 @@
+"""The Celery broker, as /metrics sees it: how many task messages wait in a queue.
+
+The one place the web process opens a broker connection for reading. It asks the transport
+Celery is configured with (Redis, or the embedded filesystem transport) through kombu, with a
+short timeout, and answers None instead of raising when the broker cannot be reached.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from kombu import Connection
+from kombu.exceptions import KombuError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_QUEUE = "celery"
+
+
+def task_queue_name() -> str:
+    return getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", DEFAULT_QUEUE)
+
+
+def find_queue_length(queue: str, *, timeout_seconds: float) -> int | None:
+    """Return the messages waiting in ``queue``, or None when the broker does not answer in time."""
+    options = {
+        **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}),
+        # Redis: fail fast instead of kombu's retry loop; other transports ignore these keys.
+        "socket_connect_timeout": timeout_seconds,
+        "socket_timeout": timeout_seconds,
+        "max_retries": 0,
+    }
+    connection = Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout_seconds, transport_options=options)
+    try:
+        with connection:
+            connection.ensure_connection(max_retries=0, timeout=timeout_seconds)
+            # A non-passive declare never fails on a queue nobody has used yet (an empty Redis
+            # list does not exist); on kombu's virtual transports it creates nothing on the broker.
+            return connection.default_channel.queue_declare(queue=queue, passive=False).message_count
+    except (KombuError, *connection.connection_errors, *connection.channel_errors, OSError) as exc:
+        logger.warning("broker %s did not answer for /metrics: %s", connection.as_uri(), exc)
+        return None

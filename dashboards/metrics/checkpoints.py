@@ -1,0 +1,90 @@
+"""Per-checkpoint families from the Checkpoint row: batches, watermark, sync schedule, last sync.
+
+One query reads every checkpoint with what the sync worker keeps on its row, plus correlated
+subqueries that each use an index: the newest batch's timestamp and watermark, the last finished
+sync run, the newest progress report, the count of open sync issues. ``read_checkpoints`` is query 1 of a
+scrape; the other modules take its rows and labels.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from ..models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
+from .families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
+
+
+def read_checkpoints() -> list[dict]:
+    """Every checkpoint with its health figures, in one query."""
+    newest_batch = Batch.objects.filter(checkpoint=OuterRef("pk"), batch_id=OuterRef("latest_batch_id"))
+    last_run = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
+    newest_progress = BatchProgress.objects.filter(query=OuterRef("query")).order_by("-batch_id")
+    open_issues = (
+        SyncIssue.objects.filter(checkpoint=OuterRef("pk"), resolved_at__isnull=True)
+        .order_by().values("checkpoint").annotate(n=Count("pk")).values("n")
+    )
+    return list(
+        Checkpoint.objects.order_by("name")
+        .annotate(
+            query_uuid=F("query__query_id"),
+            query_name=F("query__name"),
+            latest_timestamp_ms=Subquery(newest_batch.values("timestamp_ms")[:1]),
+            latest_watermark_ms=Subquery(newest_batch.values("watermark_ms")[:1]),
+            last_run_pk=Subquery(last_run.values("pk")[:1]),
+            progress_pk=Subquery(newest_progress.values("pk")[:1]),
+            open_issue_count=Coalesce(Subquery(open_issues, output_field=IntegerField()), Value(0)),
+        )
+        .values(
+            "pk", "name", "query_uuid", "query_name", "is_enabled", "sync_interval_seconds", "latest_batch_id",
+            "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at", "last_inspected_at",
+            "latest_timestamp_ms", "latest_watermark_ms", "last_run_pk", "progress_pk", "open_issue_count",
+        )
+    )
+
+
+def checkpoint_labels(rows: list[dict]) -> CheckpointLabels:
+    return {row["pk"]: (row["name"], str(row["query_uuid"] or ""), row["query_name"] or "") for row in rows}
+
+
+def checkpoint_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
+    """Batches and watermark as the offset and commit logs give them, and the sync schedule."""
+    families = {
+        "enabled": gauge("checkpoint_enabled", "1 if the checkpoint is synced, 0 if disabled."),
+        "sync_interval_seconds": gauge("checkpoint_sync_interval_seconds", "Configured interval between two syncs."),
+        "latest_batch_id": gauge("checkpoint_latest_batch_id", "Newest batch id in the offset log (offsets/N)."),
+        "latest_committed_batch_id": gauge("checkpoint_latest_committed_batch_id", "Newest batch id in the commit log (commits/N)."),
+        "uncommitted": gauge("checkpoint_uncommitted_batches", "Batches with an offsets/N entry and no commits/N entry."),
+        "batch_ts": gauge(
+            "checkpoint_latest_batch_timestamp_seconds",
+            "batchTimestampMs of the newest offset-log entry (Unix seconds): when Spark planned the newest batch.",
+        ),
+        "watermark_ts": gauge(
+            "checkpoint_watermark_timestamp_seconds", "batchWatermarkMs of the newest offset-log entry (Unix seconds); absent without a watermark."
+        ),
+        "watermark_lag": gauge(
+            "checkpoint_watermark_lag_seconds", "batchTimestampMs - batchWatermarkMs of the newest batch: how far event time trails processing time."
+        ),
+        "inspected": gauge(
+            "checkpoint_last_inspection_timestamp_seconds", "When the last full pass (inventory, integrity checks, logs, state) ran (Unix seconds)."
+        ),
+    }
+    for row in rows:
+        pk = row["pk"]
+        add(families["enabled"], labels, pk, int(row["is_enabled"]))
+        add(families["sync_interval_seconds"], labels, pk, row["sync_interval_seconds"])
+        add(families["latest_batch_id"], labels, pk, row["latest_batch_id"])
+        add(families["latest_committed_batch_id"], labels, pk, row["latest_committed_batch_id"])
+        add(families["uncommitted"], labels, pk, row["uncommitted_batch_count"])
+        add(families["batch_ts"], labels, pk, epoch_ms_to_seconds(row["latest_timestamp_ms"]))
+        add(families["watermark_ts"], labels, pk, epoch_ms_to_seconds(row["latest_watermark_ms"]))
+        add(families["watermark_lag"], labels, pk, _watermark_lag_seconds(row))
+        add(families["inspected"], labels, pk, seconds(row["last_inspected_at"]))
+    yield from families.values()
+
+
+def _watermark_lag_seconds(row: dict) -> float | None:
+    if not row["latest_timestamp_ms"] or not row["latest_watermark_ms"]:
+        return None
+    return (row["latest_timestamp_ms"] - row["latest_watermark_ms"]) / 1000

@@ -1,0 +1,57 @@
+"""The /metrics collector: every family, from a fixed number of database queries per scrape.
+
+Queries per scrape, whatever the number of batches, runs or partitions: 1 checkpoints (with
+correlated subqueries), 2 last sync runs, 3 sync totals, 4 newest progress, 5 its state
+operators, 6 state stores, 7 compactible logs, 8 inventory, 9 findings, 10 maintenance runs,
+11 beat, 12 event-log directories. The broker is asked once, with a timeout. Nothing reads
+checkpoint storage.
+
+A family group is one function ``(rows, labels) -> Iterator[Metric]`` (or fewer arguments) with
+its own fixed queries, called from ``collect`` (maintenance.py is the smallest example).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.conf import settings
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from .checkpoints import checkpoint_families, checkpoint_labels, read_checkpoints
+from .health import finding_families, inventory_families, metadata_log_families, state_store_families
+from .maintenance import maintenance_families
+from .progress import progress_families
+from .services import beat_families, broker_families, event_log_families
+from .syncs import sync_families
+
+
+class CkptwebCollector(Collector):
+    """Reads the store on every scrape; keeps no state between scrapes."""
+
+    def collect(self) -> Iterator:
+        per_operator = settings.METRICS_PER_OPERATOR
+        rows = read_checkpoints()
+        labels = checkpoint_labels(rows)
+        yield from checkpoint_families(rows, labels)
+        yield from sync_families(rows, labels)
+        yield from progress_families(rows, labels, per_operator=per_operator)
+        yield from state_store_families(labels, per_operator=per_operator)
+        yield from metadata_log_families(labels)
+        yield from inventory_families(labels)
+        yield from finding_families(labels)
+        yield from maintenance_families(labels)
+        yield from beat_families()
+        yield from event_log_families()
+        yield from broker_families()
+
+
+def build_registry() -> CollectorRegistry:
+    """A registry holding only the ckptweb collector (no process or platform collectors).
+
+    auto_describe stays off, so registering does not run a scrape (and no query at import).
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CkptwebCollector())
+    return registry
+
+
+REGISTRY = build_registry()

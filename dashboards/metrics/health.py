@@ -1,0 +1,90 @@
+"""Families from the last full inspection pass: state stores, compactible logs, inventory, findings.
+
+One aggregate query each. State stores are summed over partitions and stores (and over operators
+unless ``per_operator``, which adds ``operator_id``: the directory state/<id>). Compactible logs
+are few per checkpoint (one per file source plus the file sink), so each gets its own ``log``
+label. The inventory has a fixed set of directory kinds.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Count, F, Max, Q, Sum
+
+from ..models import DirectoryInventory, Finding, MetadataLog, StatePartition
+from .families import CheckpointLabels, add, gauge
+
+
+def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Iterator:
+    extra = ("operator_id",) if per_operator else ()
+    scope = ", per operator (state/<operator_id>)" if per_operator else ""
+    families = {
+        "partitions": gauge("state_store_partitions", f"State store directories (partition x store){scope}.", extra),
+        "rows": gauge("state_store_rows", f"Rows at the restart version, summed over the partitions whose rows were counted{scope}.", extra),
+        "uncounted": gauge(
+            "state_store_uncounted_partitions", f"Partitions whose rows were not counted (load chain over CKPTWEB_STATE_ROWS_MAX_BYTES){scope}.", extra
+        ),
+        "disk_bytes": gauge("state_store_disk_bytes", f"Bytes of every state file on storage{scope}.", extra),
+        "load_bytes": gauge("state_store_restart_load_bytes", f"Bytes a restart reads to load every partition (snapshot + deltas){scope}.", extra),
+        "max_delta_chain": gauge(
+            "state_store_max_delta_chain", f"Longest chain of deltas/changelogs replayed after the last snapshot, over partitions{scope}.", extra
+        ),
+    }
+    group = ("checkpoint_id", "operator") if per_operator else ("checkpoint_id",)
+    # Annotation names must not repeat field names (rows, load_bytes): prefix them.
+    rows = StatePartition.objects.order_by().values(*group).annotate(
+        sum_partitions=Count("pk"), sum_rows=Sum("rows"), sum_uncounted=Count("pk", filter=Q(rows__isnull=True)),
+        sum_disk_bytes=Sum("bytes_on_disk"), sum_load_bytes=Sum("load_bytes"), sum_max_delta_chain=Max("delta_chain"),
+    )
+    for row in rows:
+        extra_values = (str(row["operator"]),) if per_operator else ()
+        for name, family in families.items():
+            add(family, labels, row["checkpoint_id"], row[f"sum_{name}"], *extra_values)
+    yield from families.values()
+
+
+def metadata_log_families(labels: CheckpointLabels) -> Iterator:
+    extra = ("log", "kind")
+    interval = gauge("metadata_log_compact_interval_batches", "Compact interval of the log: every Nth batch file is a .compact file.", extra)
+    compact = gauge("metadata_log_compact_file_bytes", "Size of the newest .compact file of the log.", extra)
+    entries = gauge("metadata_log_live_entries", "Entries (files) the newest compaction carries forward.", extra)
+    latest = gauge("metadata_log_latest_batch_id", "Newest batch id of the log.", extra)
+    logs = MetadataLog.objects.order_by().values(
+        "checkpoint_id", "path", "kind", "compact_interval", "latest_compact_bytes", "live_entries", "latest_batch_id"
+    )
+    for log in logs:
+        pk, extra_values = log["checkpoint_id"], (log["path"], log["kind"])
+        add(interval, labels, pk, log["compact_interval"], *extra_values)
+        add(compact, labels, pk, log["latest_compact_bytes"], *extra_values)
+        add(entries, labels, pk, log["live_entries"], *extra_values)
+        add(latest, labels, pk, log["latest_batch_id"], *extra_values)
+    yield from (interval, compact, entries, latest)
+
+
+def inventory_families(labels: CheckpointLabels) -> Iterator:
+    """Files and bytes of the newest inventory pass, by directory kind.
+
+    The newest pass is the one taken at the checkpoint's last_inspected_at: workers.inspection
+    stamps both with the same time.
+    """
+    files = gauge("checkpoint_files", "Files on storage at the last inventory, by directory kind (the sink log lives beside the output).", ("kind",))
+    size = gauge("checkpoint_bytes", "Bytes on storage at the last inventory, by directory kind.", ("kind",))
+    rows = (
+        DirectoryInventory.objects.filter(taken_at=F("checkpoint__last_inspected_at"))
+        .order_by().values("checkpoint_id", "kind").annotate(sum_files=Sum("files"), sum_bytes=Sum("size_bytes"))
+    )
+    for row in rows:
+        add(files, labels, row["checkpoint_id"], row["sum_files"], row["kind"])
+        add(size, labels, row["checkpoint_id"], row["sum_bytes"], row["kind"])
+    yield from (files, size)
+
+
+def finding_families(labels: CheckpointLabels) -> Iterator:
+    """Open integrity findings by severity; every severity of every checkpoint has a sample (0 when none)."""
+    findings = gauge("integrity_findings", "Open integrity findings by severity (info, warning, error).", ("severity",))
+    counts = Finding.objects.filter(resolved_at__isnull=True).order_by().values("checkpoint_id", "severity").annotate(n=Count("pk"))
+    by_key = {(row["checkpoint_id"], row["severity"]): row["n"] for row in counts}
+    for pk in labels:
+        for severity in Finding.Severity:
+            add(findings, labels, pk, by_key.get((pk, severity.value), 0), severity.label)
+    yield findings

@@ -1,0 +1,92 @@
+"""Runtime families from the newest StreamingQueryProgress of each checkpoint's query.
+
+Two queries: the newest BatchProgress rows by primary key (found by ``read_checkpoints``), and
+their StateOperatorMetrics rows. Operators are summed per checkpoint unless ``per_operator`` is
+set, which adds the labels ``operator_index`` (position in stateOperators) and ``operator_name``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..models import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics
+from .families import CheckpointLabels, add, counter, duration_ms_to_seconds, gauge, seconds
+
+OPERATOR_LABELS = ("operator_index", "operator_name")
+
+
+def progress_families(rows: list[dict], labels: CheckpointLabels, *, per_operator: bool) -> Iterator:
+    # Progress belongs to a query: a checkpoint copied elsewhere keeps its query id, so two
+    # checkpoints may share one report.
+    checkpoints_of: dict[int, list[int]] = {}
+    for row in rows:
+        if row["progress_pk"]:
+            checkpoints_of.setdefault(row["progress_pk"], []).append(row["pk"])
+    yield from _batch_families(checkpoints_of, labels)
+    yield from _operator_families(checkpoints_of, labels, per_operator)
+
+
+def _batch_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabels) -> Iterator:
+    about = " of the newest progress report (StreamingQueryProgress)."
+    batch = gauge("progress_batch_id", "batchId" + about)
+    started = gauge("progress_timestamp_seconds", "Trigger start (timestamp)" + about.rstrip(".") + ", Unix seconds.")
+    duration = gauge("progress_batch_duration_seconds", "batchDuration" + about)
+    input_rows = gauge("progress_input_rows", "numInputRows" + about)
+    input_rate = gauge("progress_input_rows_per_second", "inputRowsPerSecond" + about)
+    processed_rate = gauge("progress_processed_rows_per_second", "processedRowsPerSecond" + about)
+    reports = BatchProgress.objects.filter(pk__in=list(checkpoints_of)).values(
+        "pk", "batch_id", "timestamp", "batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"
+    )
+    for report, pk in ((report, pk) for report in reports for pk in checkpoints_of[report["pk"]]):
+        add(batch, labels, pk, report["batch_id"])
+        add(started, labels, pk, seconds(report["timestamp"]))
+        add(duration, labels, pk, duration_ms_to_seconds(report["batch_duration_ms"]))
+        add(input_rows, labels, pk, report["num_input_rows"])
+        add(input_rate, labels, pk, report["input_rows_per_second"])
+        add(processed_rate, labels, pk, report["processed_rows_per_second"])
+    yield from (batch, started, duration, input_rows, input_rate, processed_rate)
+
+
+# StateOperatorMetrics column -> (family name, Spark's field); all gauges.
+OPERATOR_GAUGES = {
+    "num_rows_total": ("state_operator_rows", "numRowsTotal"),
+    "num_rows_updated": ("state_operator_rows_updated", "numRowsUpdated"),
+    "num_rows_dropped_by_watermark": ("state_operator_rows_dropped_by_watermark", "numRowsDroppedByWatermark"),
+    "memory_used_bytes": ("state_operator_memory_used_bytes", "memoryUsedBytes"),
+}
+# Custom metrics of HDFSBackedStateStoreProvider: cumulative per provider instance, so counters
+# (they restart from 0 with the executor, which Prometheus reads as a counter reset).
+OPERATOR_COUNTERS = {
+    CACHE_HITS: ("state_operator_cache_hits", "state loads served from the HDFS provider's cache of recent versions"),
+    CACHE_MISSES: ("state_operator_cache_misses", "state loads the HDFS provider had to read from files"),
+}
+
+
+def _operator_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabels, per_operator: bool) -> Iterator:
+    extra = OPERATOR_LABELS if per_operator else ()
+    scope = "per operator" if per_operator else "summed over operators"
+    families = {
+        column: gauge(name, f"{field} in the newest progress report (StateOperatorProgress, {scope}).", extra)
+        for column, (name, field) in OPERATOR_GAUGES.items()
+    } | {
+        metric: counter(name, f"{metric}: {meaning}, in the newest progress report ({scope}).", extra)
+        for metric, (name, meaning) in OPERATOR_COUNTERS.items()
+    }
+    totals: dict[tuple, dict[str, int]] = {}
+    operators = StateOperatorMetrics.objects.filter(progress_id__in=list(checkpoints_of)).order_by("progress_id", "operator_index")
+    for operator in operators.values("progress_id", "operator_index", "operator_name", "custom_metrics", *OPERATOR_GAUGES):
+        figures = {column: operator[column] for column in OPERATOR_GAUGES}
+        figures |= {metric: operator["custom_metrics"].get(metric) for metric in OPERATOR_COUNTERS}
+        operator_labels = (str(operator["operator_index"]), operator["operator_name"]) if per_operator else ()
+        for pk in checkpoints_of[operator["progress_id"]]:
+            _accumulate(totals.setdefault((pk, *operator_labels), {}), figures)
+    for (pk, *extra_values), figures in totals.items():
+        for name, family in families.items():
+            add(family, labels, pk, figures.get(name), *extra_values)
+    yield from families.values()
+
+
+def _accumulate(into: dict[str, int], figures: dict[str, int | None]) -> None:
+    """Sum figures into ``into``; a figure no operator reported stays absent (RocksDB has no cache counts)."""
+    for name, value in figures.items():
+        if value is not None:
+            into[name] = into.get(name, 0) + value

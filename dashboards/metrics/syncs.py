@@ -1,0 +1,68 @@
+"""Sync families: the last finished sync of each checkpoint, and totals over every SyncRun row.
+
+Two queries: the last finished runs by primary key (found by ``read_checkpoints``), and one
+aggregate over all SyncRun rows grouped by checkpoint. The totals are counters: they only grow
+while SyncRun rows are kept, and Prometheus treats a drop (rows deleted) as a counter reset.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Count, Q, Sum
+
+from ..models import SyncRun
+from .families import CheckpointLabels, add, counter, gauge, seconds
+
+STORAGE_CALL_KINDS = ("list", "info", "read")
+
+
+def sync_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
+    yield from _last_run_families(rows, labels)
+    yield from _total_families(labels)
+
+
+def _last_run_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
+    success = gauge(
+        "sync_last_success_timestamp_seconds", "When the last sync that stored its results (status ok or partial) started (Unix seconds)."
+    )
+    finished = gauge("sync_last_run_timestamp_seconds", "When the last finished sync ended, whatever its status (Unix seconds).")
+    duration = gauge("sync_last_run_duration_seconds", "Wall-clock duration of the last finished sync.")
+    errors = gauge("sync_last_run_errors", "Files the last finished sync could not read (1 for a failed sync).")
+    failed = gauge("sync_last_run_failed", "1 if the last finished sync failed as a whole, else 0.")
+    issues = gauge("sync_open_issues", "Files of the checkpoint that the worker cannot read now (open sync issues).")
+    runs = SyncRun.objects.filter(pk__in=[row["last_run_pk"] for row in rows if row["last_run_pk"]])
+    for run in runs.values("checkpoint_id", "started_at", "finished_at", "status", "error_count"):
+        pk = run["checkpoint_id"]
+        add(finished, labels, pk, seconds(run["finished_at"]))
+        add(duration, labels, pk, (run["finished_at"] - run["started_at"]).total_seconds())
+        add(errors, labels, pk, run["error_count"])
+        add(failed, labels, pk, int(run["status"] == SyncRun.Status.FAILED))
+    for row in rows:
+        add(success, labels, row["pk"], seconds(row["last_synced_at"]))
+        add(issues, labels, row["pk"], row["open_issue_count"])
+    yield from (success, finished, duration, errors, failed, issues)
+
+
+def _total_families(labels: CheckpointLabels) -> Iterator:
+    runs = counter("sync_runs", "Syncs that finished, by status (ok, partial: ok with file errors, failed).", ("status",))
+    calls = counter("sync_storage_calls", "Storage requests made by syncs, by kind (list, info, read).", ("kind",))
+    read_bytes = counter("sync_storage_read_bytes", "Bytes syncs read from storage.")
+    statuses = [SyncRun.Status.OK, SyncRun.Status.PARTIAL, SyncRun.Status.FAILED]
+    totals = (
+        SyncRun.objects.order_by().values("checkpoint_id")
+        .annotate(
+            **{f"runs_{status}": Count("pk", filter=Q(status=status)) for status in statuses},
+            **{f"calls_{kind}": Sum(f"{kind}_calls") for kind in STORAGE_CALL_KINDS},
+            read_bytes=Sum("bytes_read"),
+        )
+    )
+    by_checkpoint = {row["checkpoint_id"]: row for row in totals}
+    # Every checkpoint gets its counters, at 0 before its first sync: increase() needs a first sample.
+    for pk in labels:
+        row = by_checkpoint.get(pk, {})
+        for status in statuses:
+            add(runs, labels, pk, row.get(f"runs_{status}") or 0, str(status))
+        for kind in STORAGE_CALL_KINDS:
+            add(calls, labels, pk, row.get(f"calls_{kind}") or 0, kind)
+        add(read_bytes, labels, pk, row.get("read_bytes") or 0)
+    yield from (runs, calls, read_bytes)

@@ -1,0 +1,326 @@
+"""Maintenance of checkpoints: requested runs with their stored plans, scheduled policies, and the audit trail.
+
+A run goes request -> plan (a worker stores what workers.checkpoint.maintenance planned) ->
+confirmation with a reason (and, when configured, a second person's approval) -> queued ->
+running (one at a time per checkpoint, under a lease a crashed worker loses) -> a result.
+Every step writes an AuditEntry, which nothing in the UI can edit.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, models, transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from workers.checkpoint.maintenance import plan_from_json
+
+from ..schedules import schedule_policy, unschedule_policy
+from .core import Checkpoint
+
+
+class MaintenanceRefused(Exception):
+    """A maintenance step was refused; the message says why, for the page."""
+
+
+class MaintenanceAction(models.TextChoices):
+    PURGE = "purge", "Purge old offsets and commits"
+    SNAPSHOT = "snapshot", "Write state snapshots"
+    CLEANUP = "cleanup", "Clean up old state files"
+    COMPACT = "compact", "Compact and expire metadata logs"
+
+
+class MaintenanceRunQuerySet(models.QuerySet):
+    def active(self) -> MaintenanceRunQuerySet:
+        """Runs that hold or wait for the checkpoint's single maintenance slot."""
+        return self.filter(status__in=MaintenanceRun.ACTIVE_STATUSES)
+
+    def for_page(self) -> MaintenanceRunQuerySet:
+        return self.select_related("checkpoint", "requested_by", "confirmed_by", "approved_by", "policy").order_by("-requested_at")
+
+    def interrupted(self, *, now: datetime) -> MaintenanceRunQuerySet:
+        """Runs no worker is carrying out: running with an expired lease (the worker was killed or
+        lost its host), or queued for longer than a lease (the broker lost the task)."""
+        lost = now - timedelta(seconds=settings.MAINTENANCE_LEASE_SECONDS)
+        return self.filter(
+            Q(status=MaintenanceRun.Status.RUNNING, lease_until__lt=now)
+            | Q(status=MaintenanceRun.Status.QUEUED, queued_at__lt=lost)
+        )
+
+    def take_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
+        """Start (queued) or take over (running, lease expired) a run; False if a live worker has it.
+
+        A conditional UPDATE, so two workers given the same run cannot both proceed.
+        """
+        startable = Q(status=MaintenanceRun.Status.QUEUED) | Q(status=MaintenanceRun.Status.RUNNING, lease_until__lt=now)
+        updated = self.filter(startable, pk=pk).update(
+            status=MaintenanceRun.Status.RUNNING, worker=owner, lease_until=now + timedelta(seconds=seconds)
+        )
+        return updated == 1
+
+    def renew_lease(self, pk: int, *, owner: str, now: datetime, seconds: int, **progress) -> bool:
+        """Extend the lease and store progress; False when another worker took the run over."""
+        updated = self.filter(pk=pk, worker=owner, status=MaintenanceRun.Status.RUNNING).update(
+            lease_until=now + timedelta(seconds=seconds), **progress
+        )
+        return updated == 1
+
+
+class MaintenanceRun(models.Model):
+    """One maintenance action on one checkpoint, from request to result."""
+
+    class Status(models.TextChoices):
+        PLANNING = "planning"
+        PLANNED = "planned", "planned, awaiting confirmation"
+        NOTHING_TO_DO = "nothing", "nothing to do"
+        REFUSED = "refused", "refused by a precondition"
+        AWAITING_APPROVAL = "approval", "confirmed, awaiting approval"
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    CONFIRMABLE_STATUSES = (Status.PLANNED,)
+    FINAL_STATUSES = (Status.NOTHING_TO_DO, Status.REFUSED, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="maintenance_runs")
+    action = models.CharField(max_length=20, choices=MaintenanceAction.choices)
+    parameters = models.JSONField(default=dict, blank=True, help_text="What the plan was asked for (thresholds, stores).")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PLANNING)
+    policy = models.ForeignKey(
+        "MaintenancePolicy", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs",
+        help_text="Set when a scheduled policy started the run instead of a person.",
+    )
+
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_at = models.DateTimeField(default=timezone.now)
+    plan = models.JSONField(null=True, blank=True, help_text="The MaintenancePlan as the worker stored it (as_json).")
+    planned_at = models.DateTimeField(null=True, blank=True)
+    plan_error = models.TextField(blank=True, help_text="Why no plan could be made (an unreadable file, storage down).")
+
+    reason = models.TextField(blank=True, help_text="Why the person who confirmed wants this done.")
+    override_query_running = models.BooleanField(
+        default=False, help_text="Confirmed although the query looked running (the only precondition that can be overridden)."
+    )
+    confirmed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    approved_at = models.DateTimeField(null=True, blank=True)
+
+    queued_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True, help_text="The running worker renews this; past it, another worker resumes the run.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Workers that started or resumed the run.")
+    steps_done = models.PositiveIntegerField(default=0)
+    steps_total = models.PositiveIntegerField(default=0)
+    current_step = models.CharField(max_length=1100, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="What was written, deleted, skipped, and bytes freed.")
+    error = models.TextField(blank=True)
+
+    objects = MaintenanceRunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            # The per-checkpoint lock: at most one queued or running maintenance run.
+            models.UniqueConstraint(
+                fields=["checkpoint"], condition=Q(status__in=["queued", "running"]), name="one_active_maintenance_run"
+            )
+        ]
+        indexes = [models.Index(fields=["checkpoint", "-requested_at"], name="maintenance_run_recent")]
+        permissions = [
+            ("plan_maintenance", "Can ask for a maintenance plan"),
+            ("run_maintenance", "Can confirm and run maintenance"),
+            ("approve_maintenance", "Can approve maintenance confirmed by someone else"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} on {self.checkpoint} (#{self.pk})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dashboards:maintenance-run", args=[self.checkpoint_id, self.pk])
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATUSES
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.steps_total:
+            return 100 if self.status == self.Status.SUCCEEDED else 0
+        return min(100, round(100 * self.steps_done / self.steps_total))
+
+    @property
+    def maintenance_plan(self):
+        """The stored plan as the library's MaintenancePlan (None before planning)."""
+        return None if self.plan is None else plan_from_json(self.plan)
+
+    def needs_approval(self) -> bool:
+        return settings.MAINTENANCE_REQUIRES_APPROVAL and self.policy_id is None
+
+    def confirm(self, user, *, reason: str, override_query_running: bool, now: datetime) -> None:
+        """The requester's confirmation: queued at once, or waiting for a second person's approval.
+
+        Raises MaintenanceRefused when the run cannot be confirmed; the caller shows the message.
+        """
+        if self.status not in self.CONFIRMABLE_STATUSES:
+            raise MaintenanceRefused(f"run #{self.pk} is {self.get_status_display()}, not awaiting confirmation")
+        if self.plan_is_stale(now=now):
+            raise MaintenanceRefused("the plan is too old to confirm; ask for a new plan")
+        plan = self.maintenance_plan
+        overrides = {"query-stopped"} if override_query_running else set()
+        failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
+        if failed:
+            raise MaintenanceRefused("; ".join(f"{p.name}: {p.detail}" for p in failed))
+        self.reason, self.override_query_running = reason, override_query_running
+        self.confirmed_by, self.confirmed_at = user, now
+        who = "" if user is not None else "policy"
+        AuditEntry.record(AuditEntry.Event.CONFIRMED, actor=user, actor_name=who, run=self, detail=reason)
+        if override_query_running:
+            AuditEntry.record(AuditEntry.Event.OVERRIDDEN, actor=user, actor_name=who, run=self, detail="query-stopped overridden: " + reason)
+        if self.needs_approval():
+            self.status = self.Status.AWAITING_APPROVAL
+            self.save(update_fields=["reason", "override_query_running", "confirmed_by", "confirmed_at", "status"])
+            return
+        self._queue(now=now, fields=["reason", "override_query_running", "confirmed_by", "confirmed_at"])
+
+    def approve(self, user, *, now: datetime) -> None:
+        """A second person's approval; never the one who confirmed."""
+        if self.status != self.Status.AWAITING_APPROVAL:
+            raise MaintenanceRefused(f"run #{self.pk} is {self.get_status_display()}, not awaiting approval")
+        if user.pk == self.confirmed_by_id:
+            raise MaintenanceRefused("the approval must come from someone other than the person who confirmed")
+        if self.plan_is_stale(now=now):
+            raise MaintenanceRefused("the plan is too old to approve; ask for a new plan")
+        self.approved_by, self.approved_at = user, now
+        AuditEntry.record(AuditEntry.Event.APPROVED, actor=user, run=self)
+        self._queue(now=now, fields=["approved_by", "approved_at"])
+
+    def _queue(self, *, now: datetime, fields: list[str]) -> None:
+        self.status, self.queued_at = self.Status.QUEUED, now
+        try:
+            with transaction.atomic():
+                self.save(update_fields=[*fields, "status", "queued_at"])
+        except IntegrityError:
+            raise MaintenanceRefused("another maintenance run of this checkpoint is queued or running; wait for it") from None
+
+    def cancel(self, user, *, reason: str = "") -> None:
+        if self.status in self.FINAL_STATUSES or self.status == self.Status.RUNNING:
+            raise MaintenanceRefused(f"run #{self.pk} is {self.get_status_display()} and cannot be cancelled")
+        self.status, self.finished_at = self.Status.CANCELLED, timezone.now()
+        self.save(update_fields=["status", "finished_at"])
+        AuditEntry.record(AuditEntry.Event.CANCELLED, actor=user, run=self, detail=reason)
+
+    def plan_is_stale(self, *, now: datetime) -> bool:
+        """A plan describes the checkpoint as it was; past the configured age it must be made again."""
+        return self.planned_at is None or now - self.planned_at > timedelta(seconds=settings.MAINTENANCE_PLAN_MAX_AGE_SECONDS)
+
+
+class MaintenancePolicy(models.Model):
+    """A scheduled action, e.g. "snapshot stores whose delta chain is over 50 deltas, every hour".
+
+    Celery beat starts it (a django-celery-beat PeriodicTask); a run is planned, and applied only
+    when every precondition holds. Creating the policy is the confirmation, so it records who and why.
+    """
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="maintenance_policies")
+    action = models.CharField(max_length=20, choices=MaintenanceAction.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    interval_seconds = models.PositiveIntegerField(default=3600)
+    is_enabled = models.BooleanField("enabled", default=True)
+    reason = models.TextField(help_text="Why this runs unattended; copied into each run's audit entries.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "maintenance policies"
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        schedule_policy(self)
+
+    def delete(self, *args, **kwargs):
+        unschedule_policy(self)
+        return super().delete(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} on {self.checkpoint} every {self.interval_seconds} s"
+
+
+class AuditEntryQuerySet(models.QuerySet):
+    def recent(self) -> AuditEntryQuerySet:
+        return self.select_related("checkpoint", "run").order_by("-at", "-pk")
+
+
+class AuditEntry(models.Model):
+    """Who did what, when, why, and how it ended. Written once; the admin and the UI only read it."""
+
+    class Event(models.TextChoices):
+        PLAN_REQUESTED = "plan-requested"
+        PLANNED = "planned"
+        PLAN_FAILED = "plan-failed"
+        CONFIRMED = "confirmed"
+        APPROVED = "approved"
+        OVERRIDDEN = "overridden", "precondition overridden"
+        CANCELLED = "cancelled"
+        STARTED = "started"
+        RESUMED = "resumed"
+        REFUSED = "refused"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        POLICY_CHANGED = "policy-changed"
+        LOGIN_FAILED = "login-failed"
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150, help_text="The user name, or 'policy'/'worker', kept if the user is deleted.")
+    event = models.CharField(max_length=30, choices=Event.choices)
+    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    checkpoint_name = models.CharField(max_length=200, blank=True)
+    run = models.ForeignKey(MaintenanceRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    detail = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    objects = AuditEntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.event}"
+
+    @classmethod
+    def record(
+        cls,
+        event: str,
+        *,
+        actor=None,
+        actor_name: str = "",
+        run: MaintenanceRun | None = None,
+        checkpoint: Checkpoint | None = None,
+        detail: str = "",
+        data: dict | None = None,
+    ) -> AuditEntry:
+        """Write one entry; the checkpoint defaults to the run's, the name to the actor's."""
+        checkpoint = checkpoint if checkpoint is not None else (run.checkpoint if run is not None else None)
+        name = actor_name or (actor.get_username() if actor is not None else "system")
+        return cls.objects.create(
+            event=event,
+            actor=actor,
+            actor_name=name,
+            run=run,
+            checkpoint=checkpoint,
+            checkpoint_name=checkpoint.name if checkpoint is not None else "",
+            detail=detail,
+            data=data or {},
+        )
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValueError("audit entries are written once and never changed")
+        super().save(*args, **kwargs)

@@ -1,0 +1,1 @@
+"""Views: ``pages`` (checkpoints, batches, state, charts) and ``maintenance`` (plan, confirm, run, audit)."""

@@ -1,0 +1,171 @@
+"""Maintenance pages: request a plan, read it, confirm it, approve it, follow the run, read the audit trail.
+
+Viewing needs a login; asking for a plan needs ``plan_maintenance``; confirming and running need
+``run_maintenance``; approving needs ``approve_maintenance`` (the "on-call" group has all three).
+The views change rows and enqueue tasks; the workers touch storage.
+"""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from workers import tasks
+
+from ..maintenance_forms import MaintenanceConfirmForm, MaintenanceRequestForm
+from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
+
+AUDIT_ENTRIES_PER_PAGE = 50
+RECENT_RUNS = 20
+
+
+def _get_run(checkpoint_id: int, run_id: int) -> MaintenanceRun:
+    return get_object_or_404(
+        MaintenanceRun.objects.select_related("checkpoint", "requested_by", "confirmed_by", "approved_by", "policy"),
+        pk=run_id,
+        checkpoint_id=checkpoint_id,
+    )
+
+
+@login_required
+def maintenance_overview(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
+    return render(
+        request,
+        "dashboards/maintenance.html",
+        {
+            "checkpoint": checkpoint,
+            "form": MaintenanceRequestForm(checkpoint=checkpoint),
+            "runs": checkpoint.maintenance_runs.for_page()[:RECENT_RUNS],
+            "policies": checkpoint.maintenance_policies.order_by("action"),
+        },
+    )
+
+
+@login_required
+@require_POST
+@permission_required("dashboards.plan_maintenance", raise_exception=True)
+def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
+    form = MaintenanceRequestForm(request.POST, checkpoint=checkpoint)
+    if not form.is_valid():
+        context = {
+            "checkpoint": checkpoint,
+            "form": form,
+            "runs": checkpoint.maintenance_runs.for_page()[:RECENT_RUNS],
+            "policies": checkpoint.maintenance_policies.order_by("action"),
+        }
+        return render(request, "dashboards/maintenance.html", context, status=400)
+    with transaction.atomic():
+        run = MaintenanceRun.objects.create(
+            checkpoint=checkpoint, action=form.cleaned_data["action"], parameters=form.parameters(), requested_by=request.user
+        )
+        AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
+        tasks.plan_maintenance.delay_on_commit(run.pk)
+    return redirect(run)
+
+
+@login_required
+def maintenance_run(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    run = _get_run(checkpoint_id, run_id)
+    return render(request, "dashboards/maintenance_run.html", _run_context(request, run))
+
+
+@login_required
+def maintenance_run_panel(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    """The part of the run page that changes (status, plan, progress, result), polled by htmx.
+
+    When the status differs from the one the page was rendered with, the forms around the panel
+    (confirm, approve, cancel) change too, so htmx is told to reload the whole page.
+    """
+    run = _get_run(checkpoint_id, run_id)
+    response = render(request, "dashboards/partials/maintenance_run.html", _run_context(request, run))
+    if request.GET.get("shown", run.status) != run.status:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+def _run_context(request: HttpRequest, run: MaintenanceRun, confirm_form: MaintenanceConfirmForm | None = None) -> dict:
+    plan = run.maintenance_plan
+    now = timezone.now()
+    failed = plan.failed_preconditions() if plan is not None else ()
+    return {
+        "checkpoint": run.checkpoint,
+        "run": run,
+        "plan": plan,
+        "plan_is_stale": run.plan_is_stale(now=now),
+        "query_looks_running": any(p.name == "query-stopped" for p in failed),
+        "confirm_form": confirm_form or MaintenanceConfirmForm(checkpoint=run.checkpoint),
+        "can_confirm": request.user.has_perm("dashboards.run_maintenance") and run.status in run.CONFIRMABLE_STATUSES,
+        "can_approve": (
+            request.user.has_perm("dashboards.approve_maintenance")
+            and run.status == run.Status.AWAITING_APPROVAL
+            and run.confirmed_by_id != request.user.pk
+        ),
+        "audit_entries": run.audit_entries.order_by("at", "pk"),
+    }
+
+
+@login_required
+@require_POST
+@permission_required("dashboards.run_maintenance", raise_exception=True)
+def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    run = _get_run(checkpoint_id, run_id)
+    form = MaintenanceConfirmForm(request.POST, checkpoint=run.checkpoint)
+    if not form.is_valid():
+        return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=400)
+    try:
+        with transaction.atomic():
+            run.confirm(
+                request.user,
+                reason=form.cleaned_data["reason"],
+                override_query_running=form.cleaned_data["override_query_running"],
+                now=timezone.now(),
+            )
+            if run.status == run.Status.QUEUED:
+                tasks.run_maintenance.delay_on_commit(run.pk)
+    except MaintenanceRefused as exc:
+        messages.error(request, f"Not confirmed: {exc}")
+    return redirect(run)
+
+
+@login_required
+@require_POST
+@permission_required("dashboards.approve_maintenance", raise_exception=True)
+def maintenance_approve(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    run = _get_run(checkpoint_id, run_id)
+    try:
+        with transaction.atomic():
+            run.approve(request.user, now=timezone.now())
+            tasks.run_maintenance.delay_on_commit(run.pk)
+    except MaintenanceRefused as exc:
+        messages.error(request, f"Not approved: {exc}")
+    return redirect(run)
+
+
+@login_required
+@require_POST
+@permission_required("dashboards.plan_maintenance", raise_exception=True)
+def maintenance_cancel(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    run = _get_run(checkpoint_id, run_id)
+    try:
+        run.cancel(request.user, reason=request.POST.get("reason", ""))
+    except MaintenanceRefused as exc:
+        messages.error(request, str(exc))
+    return redirect(run)
+
+
+@login_required
+def audit_log(request: HttpRequest) -> HttpResponse:
+    """Every audit entry, newest first; optionally one checkpoint's. Read-only by design."""
+    entries = AuditEntry.objects.recent()
+    checkpoint_id = request.GET.get("checkpoint", "")
+    if checkpoint_id.isdigit():
+        entries = entries.filter(checkpoint_id=int(checkpoint_id))
+    page = Paginator(entries, AUDIT_ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "dashboards/audit_log.html", {"page": page, "checkpoint_id": checkpoint_id})

@@ -1,0 +1,65 @@
+"""A sync of a checkpoint on S3 (moto's server mode) gives the rows and call counts of a local one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.checkpoint_history import read_template, write_batches
+from dashboards.models import Checkpoint, SyncRun
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from workers.sync import sync_checkpoint
+
+from .conftest import BUCKET
+
+pytestmark = pytest.mark.django_db
+
+FIXTURE = OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint"
+ROW_FIELDS = ("batch_id", "timestamp_ms", "watermark_ms", "conf", "sources", "is_committed", "next_batch_watermark_ms")
+
+
+def _upload(client, directory: Path, prefix: str) -> None:
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes())
+
+
+def _rows(checkpoint: Checkpoint) -> list[tuple]:
+    return list(checkpoint.batches.order_by("batch_id").values_list(*ROW_FIELDS))
+
+
+def _calls(run: SyncRun) -> tuple:
+    return (run.status, run.kind, run.list_calls, run.info_calls, run.read_calls, run.bytes_read)
+
+
+def test_a_checkpoint_on_s3_syncs_to_the_rows_and_calls_of_the_same_checkpoint_on_disk(s3_bucket, copy_checkpoint):
+    _upload(s3_bucket, FIXTURE, "query1")
+    remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/query1")
+    local = make_checkpoint(name="local", url=str(copy_checkpoint(FIXTURE, "query1")))
+
+    remote_run, local_run = sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+
+    assert remote_run.message == ""
+    assert _rows(remote) == _rows(local) != []
+    assert _calls(remote_run) == _calls(local_run)
+    assert remote_run.status == SyncRun.Status.OK
+
+
+def test_a_probe_on_s3_reads_only_the_new_names_and_lists_nothing(s3_bucket, tmp_path):
+    history = tmp_path / "history"
+    write_batches(history, range(30), read_template())
+    _upload(s3_bucket, history, "long")
+    checkpoint = make_checkpoint(name="long", url=f"s3://{BUCKET}/long")
+    sync_checkpoint(checkpoint.pk)
+    template = read_template()
+    for batch_id in (30, 31):
+        s3_bucket.put_object(Bucket=BUCKET, Key=f"long/offsets/{batch_id}", Body=template.offsets)
+        s3_bucket.put_object(Bucket=BUCKET, Key=f"long/commits/{batch_id}", Body=template.commits)
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    # offsets/30, offsets/31, offsets/32 (missing), commits/30, commits/31.
+    assert (run.kind, run.list_calls, run.read_calls) == (SyncRun.Kind.PROBE, 0, 5)
+    assert run.bytes_read == 2 * (len(template.offsets) + len(template.commits))
+    assert checkpoint.batches.filter(is_committed=True).count() == 32

@@ -1,0 +1,42 @@
+"""Maintenance actions on a registered checkpoint: its storages and settings handed to the library.
+
+``workers.checkpoint.maintenance.actions`` knows the actions; this module knows where a
+Checkpoint row's files are (its URL, the sink log it registered) and the settings that apply.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from django.conf import settings
+
+from dashboards.models import Checkpoint
+from workers.checkpoint import CheckpointStorage
+from workers.checkpoint.maintenance import AppliedPlan, MaintenancePlan, StepHook
+from workers.checkpoint.maintenance.actions import apply_action, plan_action
+from workers.storage_options import open_storage
+
+
+def _storages(checkpoint: Checkpoint) -> tuple[CheckpointStorage, CheckpointStorage | None]:
+    storage = open_storage(checkpoint.url)
+    sink = open_storage(checkpoint.sink_log_url) if checkpoint.sink_log_url else None
+    return storage, sink
+
+
+def plan(checkpoint: Checkpoint, action: str, parameters: Mapping[str, Any], *, now: float) -> MaintenancePlan:
+    """Plan ``action`` on ``checkpoint`` from storage as it is now."""
+    storage, sink = _storages(checkpoint)
+    return plan_action(
+        action,
+        storage,
+        parameters,
+        now=now,
+        quiet_seconds=float(settings.MAINTENANCE_QUIET_SECONDS),
+        sink_storage=sink,
+        compact_interval=checkpoint.file_log_compact_interval,
+    )
+
+
+def apply(checkpoint: Checkpoint, parameters: Mapping[str, Any], plan: MaintenancePlan, *, on_step: StepHook) -> AppliedPlan:
+    """Apply a confirmed, re-checked plan on the storage it was made for (``parameters``: the request's)."""
+    storage, sink = _storages(checkpoint)
+    return apply_action(storage, plan, parameters, sink_storage=sink, on_step=on_step)

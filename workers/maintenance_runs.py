@@ -1,0 +1,261 @@
+"""Planning and running maintenance for the web side: stored plans, a lease, progress, audit.
+
+The tasks in workers.tasks call these. ``make_plan`` stores what the library planned, adding the
+preconditions only the database knows (live progress from the listener, other runs).
+``execute_run`` plans again from the checkpoint as it is now, does only what both the confirmed
+and the fresh plan contain (``restrict_to_confirmed``), renews its lease at every step, and
+records the result. A worker killed at any point leaves the run RUNNING with a lease that
+expires; ``resume_interrupted`` hands it to another worker, which finishes the same plan.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
+from workers import maintenance_actions
+from workers.checkpoint import CheckpointError
+from workers.checkpoint.maintenance import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
+
+log = logging.getLogger(__name__)
+
+# Test seam for the fault-injection suite (a failpoint, as databases have): when this variable
+# names a file holding a number N, the worker removes the file and kills itself with SIGKILL right
+# before storage step N of the next run. Unset in every real deployment.
+FAILPOINT_ENV = "CKPTWEB_FAILPOINT_MAINTENANCE_FILE"
+# Progress and lease go to the database at most this often, not at every file.
+PROGRESS_EVERY_SECONDS = 0.5
+
+
+def make_plan(run_id: int, *, now: datetime | None = None) -> MaintenanceRun:
+    """Compute and store the plan of a requested run; the run ends PLANNED, NOTHING_TO_DO or REFUSED."""
+    now = now or timezone.now()
+    run = MaintenanceRun.objects.select_related("checkpoint").get(pk=run_id)
+    if run.status != MaintenanceRun.Status.PLANNING:
+        return run
+    try:
+        plan = _plan_with_database_checks(run, now=now)
+    except (CheckpointError, ValueError, TypeError) as exc:
+        # TypeError/ValueError: parameters the planner does not take (a policy edited in the admin).
+        run.status, run.plan_error, run.planned_at = MaintenanceRun.Status.REFUSED, str(exc), now
+        run.save(update_fields=["status", "plan_error", "planned_at"])
+        AuditEntry.record(AuditEntry.Event.PLAN_FAILED, actor_name="worker", run=run, detail=str(exc))
+        return run
+    run.plan, run.planned_at = plan.as_json(), now
+    run.status = _status_of_plan(plan)
+    run.save(update_fields=["plan", "planned_at", "status"])
+    AuditEntry.record(
+        AuditEntry.Event.PLANNED if run.status != MaintenanceRun.Status.REFUSED else AuditEntry.Event.REFUSED,
+        actor_name="worker",
+        run=run,
+        detail=_plan_headline(plan),
+        data={"bytes_freed": plan.bytes_freed, "files_deleted": len(plan.deletes), "files_written": len(plan.writes)},
+    )
+    return run
+
+
+def _status_of_plan(plan: MaintenancePlan) -> str:
+    if plan.is_empty:
+        return MaintenanceRun.Status.NOTHING_TO_DO
+    # Only "the query looks running" can be overridden at confirmation; anything else refuses.
+    if not plan.is_allowed(overrides={"query-stopped"}):
+        return MaintenanceRun.Status.REFUSED
+    return MaintenanceRun.Status.PLANNED
+
+
+def _plan_headline(plan: MaintenancePlan) -> str:
+    failed = plan.failed_preconditions()
+    if failed:
+        return plan.summary + " Refused: " + "; ".join(f"{p.name}: {p.detail}" for p in failed)
+    return plan.summary
+
+
+def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> MaintenancePlan:
+    plan = maintenance_actions.plan(run.checkpoint, run.action, run.parameters, now=now.timestamp())
+    extra = (_no_live_progress(run, now=now), _no_other_run(run))
+    return MaintenancePlan(
+        action=plan.action,
+        parameters=plan.parameters,
+        writes=plan.writes,
+        deletes=plan.deletes,
+        preconditions=plan.preconditions + extra,
+        summary=plan.summary,
+        planned_at=plan.planned_at,
+        notes=plan.notes,
+    )
+
+
+def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
+    """"query-stopped" as the listener sees it: no progress event received lately."""
+    quiet = settings.MAINTENANCE_QUIET_SECONDS
+    checkpoint = run.checkpoint
+    latest = (
+        BatchProgress.objects.filter(query=checkpoint.query).order_by("-received_at").values_list("received_at", flat=True).first()
+        if checkpoint.query_id
+        else None
+    )
+    if latest is None or now - latest >= timedelta(seconds=quiet):
+        detail = "no progress received from the query" if latest is None else f"last progress received {int((now - latest).total_seconds())} s ago"
+        return Precondition("query-stopped", True, detail)
+    ago = max(0, int((now - latest).total_seconds()))
+    return Precondition("query-stopped", False, f"the query reported progress {ago} s ago; it is running")
+
+
+def _no_other_run(run: MaintenanceRun) -> Precondition:
+    other = MaintenanceRun.objects.active().filter(checkpoint=run.checkpoint).exclude(pk=run.pk).first()
+    if other is None:
+        return Precondition("no-other-maintenance", True, "no other maintenance run is queued or running")
+    return Precondition("no-other-maintenance", False, f"run #{other.pk} ({other.get_action_display()}) is {other.status}")
+
+
+def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
+    """Apply a queued (or interrupted) run's confirmed plan; returns the run as it ended."""
+    now = timezone.now()
+    if not MaintenanceRun.objects.take_lease(run_id, owner=owner, now=now, seconds=settings.MAINTENANCE_LEASE_SECONDS):
+        return MaintenanceRun.objects.get(pk=run_id)
+    run = MaintenanceRun.objects.select_related("checkpoint").get(pk=run_id)
+    resumed = run.attempts > 0
+    run.attempts += 1
+    run.started_at = run.started_at or now
+    run.save(update_fields=["attempts", "started_at"])
+    AuditEntry.record(
+        AuditEntry.Event.RESUMED if resumed else AuditEntry.Event.STARTED, actor_name="worker", run=run, detail=f"worker {owner}"
+    )
+    try:
+        return _apply(run, owner=owner)
+    except CheckpointError as exc:
+        return _finish(run, MaintenanceRun.Status.FAILED, error=str(exc))
+    except Exception as exc:
+        _finish(run, MaintenanceRun.Status.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
+        raise
+
+
+def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
+    confirmed = plan_from_json(run.plan)
+    fresh = _plan_with_database_checks(run, now=timezone.now())
+    plan, skipped = restrict_to_confirmed(confirmed, fresh)
+    overrides = {"query-stopped"} if run.override_query_running else set()
+    failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
+    if failed:
+        reasons = "; ".join(f"{p.name}: {p.detail}" for p in failed)
+        return _finish(run, MaintenanceRun.Status.REFUSED, error=f"preconditions no longer hold: {reasons}")
+    hook = _ProgressHook(run, owner=owner)
+    applied = maintenance_actions.apply(run.checkpoint, run.parameters, plan, on_step=hook)
+    result = {
+        "written": list(applied.written),
+        "deleted": list(applied.deleted),
+        "already_done": list(applied.skipped_writes) + list(applied.already_absent),
+        "skipped": list(skipped),
+        "bytes_freed": applied.bytes_freed,
+    }
+    return _finish(run, MaintenanceRun.Status.SUCCEEDED, result=result)
+
+
+class _ProgressHook:
+    """The on_step hook: progress and lease in the database, and the failpoint."""
+
+    def __init__(self, run: MaintenanceRun, *, owner: str) -> None:
+        self.run, self.owner, self.last_saved = run, owner, 0.0
+        self.kill_at = _failpoint_step()
+        self.calls = 0
+
+    def __call__(self, operation: str, path: str, done: int, total: int) -> None:
+        if self.kill_at is not None and self.calls == self.kill_at:
+            _fire_failpoint()
+        self.calls += 1
+        clock = time.monotonic()
+        if clock - self.last_saved < PROGRESS_EVERY_SECONDS and operation != "done":
+            return
+        self.last_saved = clock
+        kept = MaintenanceRun.objects.renew_lease(
+            self.run.pk,
+            owner=self.owner,
+            now=timezone.now(),
+            seconds=settings.MAINTENANCE_LEASE_SECONDS,
+            steps_done=done,
+            steps_total=total,
+            current_step=f"{operation} {path}".strip()[:1100],
+        )
+        if not kept:
+            raise RuntimeError(f"maintenance run #{self.run.pk} was taken over by another worker; stopping")
+
+
+def _failpoint_step() -> int | None:
+    path = os.environ.get(FAILPOINT_ENV)
+    if not path:
+        return None
+    try:
+        with open(path) as handle:
+            raw = handle.read().strip()
+    except FileNotFoundError:
+        return None
+    return int(raw) if raw.isdigit() else None
+
+
+def _fire_failpoint() -> None:
+    """Die as a killed worker does: no cleanup, no exception handler, nothing flushed."""
+    os.unlink(os.environ[FAILPOINT_ENV])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _finish(run: MaintenanceRun, status: str, *, result: dict | None = None, error: str = "") -> MaintenanceRun:
+    run.refresh_from_db(fields=["steps_done", "steps_total", "current_step"])
+    run.status, run.finished_at, run.lease_until = status, timezone.now(), None
+    run.result, run.error = result, error
+    if status == MaintenanceRun.Status.SUCCEEDED:
+        run.steps_done = run.steps_total
+    run.save(update_fields=["status", "finished_at", "lease_until", "result", "error", "steps_done"])
+    event = {
+        MaintenanceRun.Status.SUCCEEDED: AuditEntry.Event.SUCCEEDED,
+        MaintenanceRun.Status.REFUSED: AuditEntry.Event.REFUSED,
+    }.get(status, AuditEntry.Event.FAILED)
+    detail = error or _result_headline(result or {})
+    AuditEntry.record(event, actor_name="worker", run=run, detail=detail, data=result or {})
+    return run
+
+
+def _result_headline(result: dict) -> str:
+    return (
+        f"wrote {len(result.get('written', []))} files, deleted {len(result.get('deleted', []))}, "
+        f"freed {result.get('bytes_freed', 0)} bytes"
+    )
+
+
+def interrupted_run_ids(*, now: datetime | None = None) -> list[int]:
+    """Runs whose worker died: their lease expired while RUNNING."""
+    return list(MaintenanceRun.objects.interrupted(now=now or timezone.now()).values_list("pk", flat=True))
+
+
+def start_policy_run(policy_id: int, *, now: datetime | None = None) -> int | None:
+    """Plan a policy's action; queue it (as confirmed by the policy) only if it may run now.
+
+    Returns the id of the queued run, or None when there was nothing to do or a precondition
+    failed (the run row and its audit entries say which). Policies never override anything.
+    """
+    from dashboards.models import MaintenancePolicy, MaintenanceRefused
+
+    now = now or timezone.now()
+    policy = MaintenancePolicy.objects.select_related("checkpoint").get(pk=policy_id)
+    if not policy.is_enabled:
+        return None
+    run = MaintenanceRun.objects.create(
+        checkpoint=policy.checkpoint, action=policy.action, parameters=policy.parameters, policy=policy, requested_at=now
+    )
+    AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor_name="policy", run=run, detail=policy.reason)
+    run = make_plan(run.pk, now=now)
+    if run.status != MaintenanceRun.Status.PLANNED:
+        return None
+    try:
+        run.confirm(None, reason=f"policy #{policy.pk}: {policy.reason}", override_query_running=False, now=now)
+    except MaintenanceRefused as exc:
+        run.status, run.error, run.finished_at = MaintenanceRun.Status.REFUSED, str(exc), now
+        run.save(update_fields=["status", "error", "finished_at"])
+        AuditEntry.record(AuditEntry.Event.REFUSED, actor_name="policy", run=run, detail=str(exc))
+        return None
+    return run.pk

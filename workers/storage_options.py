@@ -1,0 +1,26 @@
+"""The fsspec options a worker passes to CheckpointStorage, taken from settings, never from rows.
+
+A Checkpoint row holds only its URL. What a backend needs besides (the endpoint of an
+S3-compatible store) comes from ``CKPTWEB_S3_*`` settings, and credentials from the backend's own
+chain (for s3fs: boto's AWS_* variables, ~/.aws files, instance roles), so no secret is ever
+stored in the database or shown in the admin.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from workers.checkpoint import CheckpointStorage
+
+
+def storage_options_for(url: str) -> dict[str, Any]:
+    """Return the fsspec storage options for a checkpoint URL (empty for local paths)."""
+    if url.lower().startswith(("s3://", "s3a://")) and settings.S3_ENDPOINT_URL:
+        return {"endpoint_url": settings.S3_ENDPOINT_URL}
+    return {}
+
+
+def open_storage(url: str) -> CheckpointStorage:
+    """Open a checkpoint URL under the allowed roots, with the options its backend needs."""
+    return CheckpointStorage(url, allowed_roots=settings.CHECKPOINT_ROOTS, storage_options=storage_options_for(url))
