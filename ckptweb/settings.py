@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -124,6 +125,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20,
     }
+else:
+    # The test database of each test run gets its own name, so that two runs on one server (a
+    # developer's and CI's) never drop each other's database.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -202,6 +207,24 @@ CELERY_BEAT_SCHEDULE = {
     "resume-interrupted-maintenance": {"task": "workers.tasks.resume_interrupted_maintenance", "schedule": 60.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
+# Queues by kind of work, so that each can get its own workers and concurrency (docs/scaling.md):
+# syncs (storage-bound), state reads (CPU-bound), maintenance (writes; few at a time) and the
+# housekeeping of celery beat. CELERY_TASK_QUEUES lists them all, so a worker started without -Q
+# (the demo, a one-machine setup) consumes every queue.
+TASK_QUEUES = {
+    "sync": env("QUEUE_SYNC", "sync"),
+    "state": env("QUEUE_STATE", "state"),
+    "maintenance": env("QUEUE_MAINTENANCE", "maintenance"),
+    "housekeeping": env("QUEUE_HOUSEKEEPING", "celery"),
+}
+# "s3=sync-s3,hdfs=sync-hdfs": the syncs of checkpoints on those storage schemes go to queues of
+# their own, so a backend's concurrency is that of the workers consuming its queue.
+SYNC_QUEUES_BY_SCHEME = dict(item.split("=", 1) for item in env_list("SYNC_QUEUES_BY_SCHEME", "") if "=" in item)
+CELERY_TASK_DEFAULT_QUEUE = TASK_QUEUES["housekeeping"]
+# Each queue has its own direct exchange, as the queues Celery creates itself do: a queue bound to
+# a shared exchange by a shared routing key would receive every other queue's messages too.
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in dict.fromkeys([*TASK_QUEUES.values(), *SYNC_QUEUES_BY_SCHEME.values()])]
+CELERY_TASK_ROUTES = ["workers.routing.route_task"]
 
 # Checkpoints may only be registered under these roots (local paths or fsspec URLs, comma-separated).
 CHECKPOINT_ROOTS = env_list("CHECKPOINT_ROOTS", str(DATA_DIR / "checkpoints"))
@@ -226,6 +249,10 @@ MAINTENANCE_PLAN_MAX_AGE_SECONDS = env_int("MAINTENANCE_PLAN_MAX_AGE_SECONDS", 3
 MAINTENANCE_LEASE_SECONDS = env_int("MAINTENANCE_LEASE_SECONDS", 120)
 MAINTENANCE_QUIET_SECONDS = env_int("MAINTENANCE_QUIET_SECONDS", 300)
 MAINTENANCE_REQUIRES_APPROVAL = env_flag("MAINTENANCE_REQUIRES_APPROVAL", default=False)
+# A full pass that finds more state store directories than this hands the row counting to
+# tasks on the state queue, STATE_FANOUT_CHUNK_PARTITIONS operator partitions each (0: never).
+STATE_FANOUT_PARTITIONS = env_int("STATE_FANOUT_PARTITIONS", 64, minimum=0)
+STATE_FANOUT_CHUNK_PARTITIONS = env_int("STATE_FANOUT_CHUNK_PARTITIONS", 50, minimum=1)
 # Counting a state partition's rows reads its whole load chain: partitions needing more are
 # listed with "not counted" instead.
 STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)

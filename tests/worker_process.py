@@ -30,10 +30,12 @@ def redis_url_or_skip() -> str:
 
 @contextlib.contextmanager
 def celery_worker(
-    redis_url: str, checkpoint_roots: Path, *, pool: str = "solo", env: Mapping[str, str] | None = None
+    redis_url: str, checkpoint_roots: Path, *, pool: str = "solo", env: Mapping[str, str] | None = None,
+    queue: str | None = None, name: str = "worker",
 ) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Start `celery worker` on a queue of its own, pointed at the test database; yield (queue, process)."""
-    queue = f"ckptweb-test-{uuid.uuid4().hex[:8]}"
+    """Start `celery worker` on a queue of its own (or ``queue``, to share one), pointed at the
+    test database; yield (queue, process)."""
+    queue = queue or f"ckptweb-test-{uuid.uuid4().hex[:8]}"
     database = settings.DATABASES["default"]
     worker_env = {
         **os.environ,
@@ -44,7 +46,7 @@ def celery_worker(
     }
     command = [
         sys.executable, "-m", "celery", "-A", "ckptweb", "worker", "-Q", queue, f"--pool={pool}",
-        "--concurrency=1", "--loglevel=INFO", "--without-mingle", "--without-gossip",
+        "--concurrency=1", "--loglevel=INFO", "--without-mingle", "--without-gossip", f"--hostname={name}@%h",
     ]
     process = subprocess.Popen(command, cwd=REPO_DIR, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

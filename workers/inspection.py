@@ -11,23 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any, Mapping
 
 from django.conf import settings
 from django.db.models import Q
 
-from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition
+from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
 from workers.checkpoint import CheckpointStorage, MetadataLogSummary
 from workers.checkpoint import integrity
 from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, build_inventory
-from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state
+from workers.checkpoint.stateinventory import list_state_store_dirs
+from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
+from workers.state_fanout import fanout_needed, start_state_scan
+from workers.state_partitions import delete_state_partitions_except, stored_state_commits, store_state_partitions
 from workers.storage_options import open_storage
 
-STATE_FIGURES = (
-    "provider", "path", "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes",
-    "bytes_on_disk", "rows", "rows_version", "note",
-)
 SEVERITY = {"error": Finding.Severity.ERROR, "warning": Finding.Severity.WARNING, "info": Finding.Severity.INFO}
 
 
@@ -41,6 +39,10 @@ class Inspection:
     state: list[StatePartitionSummary] = field(default_factory=list)
     # Logs that exist but could not be read this time: they keep their last good figures.
     unreadable_logs: list[str] = field(default_factory=list)
+    # Too many partitions to count their rows here: workers count them at this version
+    # (workers.state_fanout); `state` then holds the file figures only.
+    fanned_out_rows_version: int | None = None
+    rows_fanned_out: bool = False
 
 
 def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
@@ -72,16 +74,19 @@ def read_inspection(
     ]
     inventory = build_inventory(facts.listing, sink_log=facts.sink_listing, sink_log_path=_sink_path(facts))
     commit_ids = facts.commit_ids
-    state = summarize_state(
+    version = commit_ids[-1] + 1 if commit_ids else None
+    stores = list_state_store_dirs(facts.listing)
+    fan_out = fanout_needed(len(stores))
+    state = summarize_state_stores(
         storage,
-        version=commit_ids[-1] + 1 if commit_ids else None,
+        stores,
+        version=None if fan_out else version,
         conf=state_conf(_latest_conf(facts, checkpoint)),
-        commits={**_commits_with_state_ids(checkpoint), **new_commits},
+        commits={**stored_state_commits(checkpoint), **new_commits},
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
-        listing=facts.listing,
     )
     unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
-    return Inspection(logs, inventory, integrity.run_checks(facts), state, unreadable)
+    return Inspection(logs, inventory, integrity.run_checks(facts), state, unreadable, version if fan_out else None, fan_out)
 
 
 def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
@@ -93,21 +98,15 @@ def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Ma
     return checkpoint.batches.latest_conf()
 
 
-def _commits_with_state_ids(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:
-    """Batch id -> the commit's stateUniqueIds (RocksDB checkpoint format 2), as the library reads them."""
-    rows = checkpoint.batches.filter(commit_metadata__has_key="stateUniqueIds").values_list("batch_id", "commit_metadata")
-    return {
-        batch_id: SimpleNamespace(state_unique_ids={int(op): ids for op, ids in metadata["stateUniqueIds"].items()})
-        for batch_id, metadata in rows
-    }
-
-
 def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
     """Upsert logs, compact files and findings, add an inventory pass (call in a transaction)."""
     seen = [_store_log(checkpoint, summary, now).pk for summary in inspection.metadata_logs]
     checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=inspection.unreadable_logs).delete()
     DirectoryInventory.objects.bulk_create(_inventory_row(checkpoint, row, now) for row in inspection.inventory)
-    _store_state(checkpoint, inspection.state, now)
+    kept = store_state_partitions(checkpoint, inspection.state, now, with_rows=not inspection.rows_fanned_out)
+    delete_state_partitions_except(checkpoint, kept)
+    if inspection.rows_fanned_out:
+        start_state_scan(checkpoint, inspection.state, inspection.fanned_out_rows_version, now)
     _store_findings(checkpoint, inspection.findings, now)
     checkpoint.last_inspected_at = now
     checkpoint.save(update_fields=["last_inspected_at"])
@@ -144,19 +143,6 @@ def _inventory_row(checkpoint: Checkpoint, row: InventoryRow, now: datetime) -> 
         small_files=row.small_files, oldest_batch_id=row.oldest_batch, newest_batch_id=row.newest_batch,
         list_requests=row.list_requests, get_requests=row.get_requests,
     )
-
-
-def _store_state(checkpoint: Checkpoint, partitions: list[StatePartitionSummary], now: datetime) -> None:
-    """Upsert one row per state store directory; drop directories that are gone."""
-    kept = []
-    for summary in partitions:
-        figures = {name: getattr(summary, name) for name in STATE_FIGURES}
-        row, _ = StatePartition.objects.update_or_create(
-            checkpoint=checkpoint, operator=summary.operator, partition=summary.partition, store=summary.store,
-            defaults={**figures, "updated_at": now},
-        )
-        kept.append(row.pk)
-    checkpoint.state_partitions.exclude(pk__in=kept).delete()
 
 
 def _store_findings(checkpoint: Checkpoint, findings: list[integrity.Finding], now: datetime) -> None:

@@ -1,15 +1,22 @@
-"""Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_sampling, workers.maintenance_runs)."""
+"""Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_fanout,
+workers.state_sampling, workers.maintenance_runs). Their queues: workers.routing."""
 import os
 
 from celery import shared_task
 
-from . import eventlogs, maintenance_runs, state_sampling, sync
+from . import eventlogs, maintenance_runs, state_fanout, state_sampling, sync
 
 
 @shared_task(acks_late=True)
 def sync_checkpoint(checkpoint_id: int) -> None:
     """Bring one checkpoint's rows up to date with its storage (skipped if another worker holds it)."""
     sync.sync_checkpoint(checkpoint_id, worker=sync_checkpoint.request.hostname or "")
+
+
+@shared_task(acks_late=True)
+def count_state_rows(chunk_id: int) -> None:
+    """Count the state rows of one chunk of a checkpoint's partitions (a fanned-out full pass)."""
+    state_fanout.count_state_chunk(chunk_id, worker=count_state_rows.request.hostname or "")
 
 
 @shared_task(acks_late=True)

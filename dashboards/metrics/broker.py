@@ -1,4 +1,4 @@
-"""The Celery broker, as /metrics sees it: how many task messages wait in a queue.
+"""The Celery broker, as /metrics sees it: how many task messages wait in each queue.
 
 The one place the web process opens a broker connection for reading. It asks the transport
 Celery is configured with (Redis, or the embedded filesystem transport) through kombu, with a
@@ -17,12 +17,15 @@ logger = logging.getLogger(__name__)
 DEFAULT_QUEUE = "celery"
 
 
-def task_queue_name() -> str:
-    return getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", DEFAULT_QUEUE)
+def task_queue_names() -> list[str]:
+    """Every queue the workers consume (settings.CELERY_TASK_QUEUES), the default one first."""
+    default = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", DEFAULT_QUEUE)
+    declared = [queue.name for queue in getattr(settings, "CELERY_TASK_QUEUES", [])]
+    return list(dict.fromkeys([default, *declared]))
 
 
-def find_queue_length(queue: str, *, timeout_seconds: float) -> int | None:
-    """Return the messages waiting in ``queue``, or None when the broker does not answer in time."""
+def find_queue_lengths(queues: list[str], *, timeout_seconds: float) -> dict[str, int] | None:
+    """Return the messages waiting in each queue, or None when the broker does not answer in time."""
     options = {
         **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}),
         # Redis: fail fast instead of kombu's retry loop; other transports ignore these keys.
@@ -36,7 +39,8 @@ def find_queue_length(queue: str, *, timeout_seconds: float) -> int | None:
             connection.ensure_connection(max_retries=0, timeout=timeout_seconds)
             # A non-passive declare never fails on a queue nobody has used yet (an empty Redis
             # list does not exist); on kombu's virtual transports it creates nothing on the broker.
-            return connection.default_channel.queue_declare(queue=queue, passive=False).message_count
+            channel = connection.default_channel
+            return {queue: channel.queue_declare(queue=queue, passive=False).message_count for queue in queues}
     except (KombuError, *connection.connection_errors, *connection.channel_errors, OSError) as exc:
         logger.warning("broker %s did not answer for /metrics: %s", connection.as_uri(), exc)
         return None

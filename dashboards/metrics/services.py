@@ -12,21 +12,20 @@ from django_celery_beat.models import PeriodicTask
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..models import EventLogDirectory
-from .broker import find_queue_length, task_queue_name
+from .broker import find_queue_lengths, task_queue_names
 from .families import PREFIX, seconds
 
 BROKER_TIMEOUT_SECONDS = 1.0
 
 
 def broker_families() -> Iterator:
-    queue = task_queue_name()
-    length = find_queue_length(queue, timeout_seconds=BROKER_TIMEOUT_SECONDS)
+    lengths = find_queue_lengths(task_queue_names(), timeout_seconds=BROKER_TIMEOUT_SECONDS)
     up = GaugeMetricFamily(PREFIX + "broker_up", "1 if the Celery broker answered this scrape within 1 s, else 0.")
-    up.add_metric([], 0 if length is None else 1)
+    up.add_metric([], 0 if lengths is None else 1)
     messages = GaugeMetricFamily(
-        PREFIX + "broker_queue_messages", "Task messages waiting in the Celery queue (absent when the broker is down).", labels=["queue"]
+        PREFIX + "broker_queue_messages", "Task messages waiting in each Celery queue (absent when the broker is down).", labels=["queue"]
     )
-    if length is not None:
+    for queue, length in (lengths or {}).items():
         messages.add_metric([queue], length)
     yield from (up, messages)
 

@@ -4,6 +4,8 @@ Only workers.inspection writes these rows.
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import models
 from django.utils import timezone
 
@@ -168,6 +170,59 @@ class StatePartition(models.Model):
         if self.latest_version is None or self.snapshot_version is None:
             return self.delta_chain
         return self.latest_version - self.snapshot_version
+
+
+class StateScanQuerySet(models.QuerySet):
+    def latest_for(self, checkpoint: Checkpoint) -> StateScan | None:
+        return self.filter(checkpoint=checkpoint).order_by("-started_at", "-pk").first()
+
+
+class StateScan(models.Model):
+    """The state rows of a checkpoint with many partitions, counted by several workers in chunks.
+
+    A full pass that finds more store directories than CKPTWEB_STATE_FANOUT_PARTITIONS stores
+    their files' figures itself and leaves the row counts to one task per chunk of partitions;
+    the chunk that completes the set marks the scan finished (the join). Storage calls of every
+    chunk are added here.
+    """
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="state_scans")
+    version = models.BigIntegerField(null=True, blank=True, help_text="State version the rows are counted at.")
+    partitions = models.PositiveIntegerField()
+    chunks = models.PositiveIntegerField()
+    chunks_done = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    list_calls = models.PositiveIntegerField(default=0)
+    info_calls = models.PositiveIntegerField(default=0)
+    read_calls = models.PositiveIntegerField(default=0)
+    bytes_read = models.PositiveBigIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+
+    objects = StateScanQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["checkpoint", "-started_at"], name="state_scan_recent")]
+
+    def __str__(self) -> str:
+        return f"state scan of {self.checkpoint} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def duration(self) -> timedelta | None:
+        return None if self.finished_at is None else self.finished_at - self.started_at
+
+
+class StateScanChunk(models.Model):
+    """One worker's share of a state scan; done once, even if its task is delivered twice."""
+
+    scan = models.ForeignKey(StateScan, on_delete=models.CASCADE, related_name="chunk_rows")
+    index = models.PositiveIntegerField()
+    partitions = models.JSONField(help_text="[[operator, partition], ...] this chunk counts.")
+    done_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="The worker that counted it.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scan", "index"], name="one_row_per_state_scan_chunk")]
 
 
 class StateSample(models.Model):

@@ -238,15 +238,18 @@ def test_the_embedded_broker_reports_the_messages_waiting_in_its_queue(client, s
         "data_folder_in": str(tmp_path / "queue"), "data_folder_out": str(tmp_path / "queue"), "control_folder": str(tmp_path / "control"),
     }
     with Connection("filesystem://", transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as producer:
-        queue = producer.SimpleQueue("celery")
-        for number in range(3):
-            queue.put({"n": number})
-        queue.close()
+        for name, count in [("celery", 3), (settings.TASK_QUEUES["sync"], 2)]:
+            queue = producer.SimpleQueue(name)
+            for number in range(count):
+                queue.put({"n": number})
+            queue.close()
 
     samples = scrape(client)
 
     assert samples[("ckptweb_broker_up", frozenset())] == 1
     assert samples[("ckptweb_broker_queue_messages", frozenset({("queue", "celery")}))] == 3
+    assert samples[("ckptweb_broker_queue_messages", frozenset({("queue", settings.TASK_QUEUES["sync"])}))] == 2
+    assert samples[("ckptweb_broker_queue_messages", frozenset({("queue", settings.TASK_QUEUES["maintenance"])}))] == 0
 
 
 def test_maintenance_runs_are_counted_by_action_and_result(client):

@@ -92,6 +92,15 @@ def list_state_store_dirs(storage: CheckpointStorage) -> list[StateStoreDir]:
     return stores
 
 
+def list_partition_stores(storage: CheckpointStorage, operator: int, partition: int) -> list[StateStoreDir]:
+    """List the store directories of one operator partition (a worker handling a share of a
+    checkpoint's partitions lists only those); [] when the partition directory is gone."""
+    path = f"{STATE_DIR}/{operator}/{partition}"
+    if not storage.exists(path):
+        return []
+    return _partition_stores(storage, operator, partition, path)
+
+
 def _numbered_dirs(entries) -> list[int]:
     """The numeric directory names of a listing, in numeric order (``_metadata`` etc. skipped)."""
     numbers = (parse_batch_id(entry.name) for entry in entries if entry.is_dir)

@@ -122,8 +122,22 @@ def summarize_state(
     ``commits`` (batch id -> commit) give the unique ids of RocksDB checkpoint format 2. A
     ``listing`` of the checkpoint taken just before saves listing the state directories again.
     """
+    stores = list_state_store_dirs(listing or storage)  # type: ignore[arg-type]
+    return summarize_state_stores(storage, stores, version=version, conf=conf, commits=commits, max_read_bytes=max_read_bytes)
+
+
+def summarize_state_stores(
+    storage: CheckpointStorage,
+    stores: Iterable[StateStoreDir],
+    *,
+    version: int | None,
+    conf: StateConf,
+    commits: Mapping[int, CommitMetadata] | None = None,
+    max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+) -> list[StatePartitionSummary]:
+    """Summarize the given store directories (a share of them, when workers split the partitions)."""
     summaries = []
-    for store in list_state_store_dirs(listing or storage):  # type: ignore[arg-type]
+    for store in stores:
         provider = detect_provider(store.files)
         if provider == "rocksdb":
             summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}))

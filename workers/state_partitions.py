@@ -1,0 +1,57 @@
+"""StatePartition rows: written by the full pass (workers.inspection) and by the state-scan chunks
+(workers.state_fanout), in a few queries whatever the number of partitions."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from types import SimpleNamespace
+
+from dashboards.models import Checkpoint, StatePartition
+from workers.checkpoint.statesummary import StatePartitionSummary
+
+# The figures a listing gives, and those counting the rows gives.
+FILE_FIGURES = (
+    "provider", "path", "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes", "bytes_on_disk",
+)
+ROW_FIGURES = ("rows", "rows_version", "note")
+KEY = ("checkpoint", "operator", "partition", "store")
+
+
+def store_state_partitions(
+    checkpoint: Checkpoint, partitions: Iterable[StatePartitionSummary], now: datetime, *, with_rows: bool = True
+) -> list[tuple[int, int, str]]:
+    """Upsert one row per state store directory; return their (operator, partition, store) keys.
+
+    Without ``with_rows`` the row figures of existing rows are left as they are (their counting
+    was handed to workers; a new row starts with none).
+    """
+    figures = FILE_FIGURES + ROW_FIGURES if with_rows else FILE_FIGURES
+    rows = [
+        StatePartition(
+            checkpoint=checkpoint, operator=summary.operator, partition=summary.partition, store=summary.store,
+            updated_at=now, **{name: getattr(summary, name) for name in figures},
+        )
+        for summary in partitions
+    ]
+    StatePartition.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=KEY, update_fields=[*figures, "updated_at"], batch_size=500
+    )
+    return [(row.operator, row.partition, row.store) for row in rows]
+
+
+def delete_state_partitions_except(checkpoint: Checkpoint, kept: Iterable[tuple[int, int, str]]) -> None:
+    """Drop the rows of store directories that are gone."""
+    kept = set(kept)
+    existing = checkpoint.state_partitions.values_list("pk", "operator", "partition", "store")
+    gone = [pk for pk, *key in existing if tuple(key) not in kept]
+    if gone:
+        StatePartition.objects.filter(pk__in=gone).delete()
+
+
+def stored_state_commits(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:
+    """Batch id -> the commit's stateUniqueIds (RocksDB checkpoint format 2), as the library reads them."""
+    rows = checkpoint.batches.filter(commit_metadata__has_key="stateUniqueIds").values_list("batch_id", "commit_metadata")
+    return {
+        batch_id: SimpleNamespace(state_unique_ids={int(op): ids for op, ids in metadata["stateUniqueIds"].items()})
+        for batch_id, metadata in rows
+    }
