@@ -16,24 +16,12 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
 from bench.checkpoint_history import read_template, write_batches
-
-
-def _setup_django(workdir: Path) -> None:
-    os.environ["CKPTWEB_DATA_DIR"] = str(workdir)
-    os.environ.pop("CKPTWEB_DATABASE_URL", None)
-    os.environ["CKPTWEB_CHECKPOINT_ROOTS"] = str(workdir / "checkpoints")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+from bench.django_env import setup_django
 
 
 def _register(workdir: Path, name: str, batches: int):
@@ -71,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-sync-calls-"))
     (workdir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    _setup_django(workdir)
+    setup_django(workdir)
     cases = {"short": _register(workdir, "short", args.short), "long": _register(workdir, "long", args.long)}
     best, calls = {}, {}
     for _ in range(args.repeat):

@@ -42,6 +42,9 @@ from workers.checkpoint import (
 # The most offsets files one probe reads: a query far ahead is caught up over several syncs, and
 # what a sync holds in memory stays bounded whatever the history.
 PROBE_LIMIT = MAX_PROBES_PER_SYNC
+# A reconcile that finds more new batches than this stores them in chunks of this many, each in
+# its own transaction, so that a first sync of a long history holds one chunk in memory at a time.
+RECONCILE_CHUNK_BATCHES = 5_000
 
 
 @dataclass
@@ -54,6 +57,9 @@ class SyncFindings:
     problems: dict[str, CheckpointError] = field(default_factory=dict)
     is_reconcile: bool = False
     earliest_batch_id: int | None = None  # lowest offsets/N listed by a reconcile
+    # Batches and commits a reconcile already stored in chunks (no longer in new_offsets/new_commits).
+    stored_batches: int = 0
+    stored_commits: int = 0
 
 
 def sync_checkpoint(checkpoint_id: int, *, worker: str = "", now: datetime | None = None) -> SyncRun | None:
@@ -137,12 +143,27 @@ def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
     findings.earliest_batch_id = offset_ids[0] if offset_ids else None
     commit_ids = set(list_batch_ids(storage, "commits"))
     known = _known_batch_ids(checkpoint, offset_ids)
-    for batch_id in offset_ids:
-        if batch_id not in known:
+    new_ids = [batch_id for batch_id in offset_ids if batch_id not in known]
+    del offset_ids, known
+    for start in range(0, len(new_ids), RECONCILE_CHUNK_BATCHES):
+        if findings.new_offsets:
+            _store_chunk(checkpoint, findings)
+        for batch_id in new_ids[start : start + RECONCILE_CHUNK_BATCHES]:
             _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, storage)
-    to_commit = commit_ids & (set(findings.new_offsets) | _uncommitted_batch_ids(checkpoint, commit_ids))
-    for batch_id in sorted(to_commit):
+            if batch_id in commit_ids:
+                _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
+    for batch_id in sorted(commit_ids & _uncommitted_batch_ids(checkpoint, commit_ids)):
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
+
+
+@transaction.atomic
+def _store_chunk(checkpoint: Checkpoint, findings: SyncFindings) -> None:
+    """Store the batches read so far and forget them (a long reconcile; see RECONCILE_CHUNK_BATCHES)."""
+    _store_batches(checkpoint, findings.new_offsets, findings.new_commits)
+    findings.stored_batches += len(findings.new_offsets)
+    findings.stored_commits += len(findings.new_commits)
+    findings.new_offsets.clear()
+    findings.new_commits.clear()
 
 
 def _collect(
@@ -225,19 +246,24 @@ def _store_findings(
         checkpoint.last_reconciled_at = run.started_at
         checkpoint.earliest_stored_batch_id = findings.earliest_batch_id
         checkpoint.save(update_fields=["last_reconciled_at", "earliest_stored_batch_id"])
-    Batch.objects.bulk_create(
-        _batch_row(checkpoint, batch_id, offset_seq, findings.new_commits.get(batch_id))
-        for batch_id, offset_seq in sorted(findings.new_offsets.items())
-    )
-    late_commits = {b: c for b, c in findings.new_commits.items() if b not in findings.new_offsets}
-    for batch in checkpoint.batches.filter(batch_id__in=late_commits):
-        _apply_commit(batch, late_commits[batch.batch_id])
-        batch.save(update_fields=["is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata"])
+    _store_batches(checkpoint, findings.new_offsets, findings.new_commits)
     _record_issues(checkpoint, findings.problems, run.started_at)
     _refresh_health(checkpoint, run.started_at, findings)
     if inspection is not None:
         store_inspection(checkpoint, inspection, run.started_at)
     _finish_run(run, [s for s in storages if s is not None], findings)
+
+
+def _store_batches(checkpoint: Checkpoint, new_offsets: dict[int, OffsetSeq], new_commits: dict[int, CommitMetadata]) -> None:
+    """Insert the new batches; mark the known ones whose commit arrived late."""
+    Batch.objects.bulk_create(
+        (_batch_row(checkpoint, batch_id, offset_seq, new_commits.get(batch_id)) for batch_id, offset_seq in sorted(new_offsets.items())),
+        batch_size=1000,
+    )
+    late_commits = {b: c for b, c in new_commits.items() if b not in new_offsets}
+    for batch in checkpoint.batches.filter(batch_id__in=late_commits):
+        _apply_commit(batch, late_commits[batch.batch_id])
+        batch.save(update_fields=["is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata"])
 
 
 def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError], now: datetime) -> None:
@@ -289,8 +315,8 @@ def _finish_run(run: SyncRun, storages: list[CheckpointStorage], findings: SyncF
     run.list_calls = sum(c.list for c in calls)
     run.info_calls = sum(c.info for c in calls)
     run.read_calls = sum(c.read for c in calls)
-    run.new_batches = len(findings.new_offsets)
-    run.new_commits = len(findings.new_commits)
+    run.new_batches = findings.stored_batches + len(findings.new_offsets)
+    run.new_commits = findings.stored_commits + len(findings.new_commits)
     run.error_count = len(findings.problems)
     run.save()
 

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from bench.checkpoint_history import purge_batches, read_template, write_batches
-from dashboards.models import Checkpoint, SyncRun
+from dashboards.models import Batch, Checkpoint, SyncRun
 from factories import make_checkpoint
 from workers import sync
 from workers.sync import sync_checkpoint
@@ -179,3 +179,46 @@ def test_the_checkpoint_page_shows_each_syncs_kind_and_call_counts(history, view
     assert "probe of the next names" in table and "full listing" in table
     # The probe's row: kind, 2 new batches, 2 new commits, 0 LIST, 0 INFO, 5 reads.
     assert "<td>probe of the next names</td><td>2</td><td>2</td><td>0</td><td>0</td><td>5</td>" in table
+
+
+def test_a_long_reconcile_stores_its_batches_in_chunks_and_loses_none(history, monkeypatch):
+    monkeypatch.setattr(sync, "RECONCILE_CHUNK_BATCHES", 4)
+    checkpoint, directory = history("chunked", 10)
+    write_batches(directory, range(10, 13), read_template(), committed=False)
+    stored_per_chunk = []
+    store_chunk = sync._store_chunk
+    monkeypatch.setattr(sync, "_store_chunk", lambda *args: (store_chunk(*args), stored_per_chunk.append(Batch.objects.count())))
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    assert stored_per_chunk == [4, 8, 12]  # 13 new batches: three full chunks before the last one
+    assert list(checkpoint.batches.order_by("batch_id").values_list("batch_id", "is_committed")) == [
+        (batch_id, batch_id < 10) for batch_id in range(13)
+    ]
+    assert (run.status, run.new_batches, run.new_commits) == (SyncRun.Status.OK, 13, 10)
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (12, 9, 3)
+
+
+def test_a_reconcile_that_fails_after_some_chunks_is_finished_by_the_next_sync(history, monkeypatch):
+    monkeypatch.setattr(sync, "RECONCILE_CHUNK_BATCHES", 4)
+    checkpoint, directory = history("interrupted", 10)
+    store_chunk, chunks = sync._store_chunk, []
+
+    def fail_on_second_chunk(*args):
+        chunks.append(1)
+        if len(chunks) == 2:
+            raise RuntimeError("the database went away")
+        store_chunk(*args)
+
+    monkeypatch.setattr(sync, "_store_chunk", fail_on_second_chunk)
+    with pytest.raises(RuntimeError):
+        sync_checkpoint(checkpoint.pk)
+    assert Batch.objects.count() == 4
+    monkeypatch.setattr(sync, "_store_chunk", store_chunk)
+
+    run = sync_checkpoint(checkpoint.pk)
+
+    assert run.kind == SyncRun.Kind.RECONCILE and run.new_batches == 6
+    assert list(checkpoint.batches.order_by("batch_id").values_list("batch_id", flat=True)) == list(range(10))
+    assert checkpoint.batches.uncommitted().count() == 0

@@ -1,0 +1,18 @@
+"""Django for a benchmark: the project's settings on a fresh SQLite database in the work dir."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def setup_django(workdir: Path) -> None:
+    """Point CKPTWEB_DATA_DIR and the checkpoint root at ``workdir``, set Django up, migrate."""
+    os.environ["CKPTWEB_DATA_DIR"] = str(workdir)
+    os.environ.pop("CKPTWEB_DATABASE_URL", None)
+    os.environ["CKPTWEB_CHECKPOINT_ROOTS"] = str(workdir / "checkpoints")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
