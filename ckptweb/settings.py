@@ -146,6 +146,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Per user (token), counted in the cache (Redis when configured): a runaway listener gets 429,
+    # which pipelines/progress_listener.py retries and spools instead of losing events.
+    "DEFAULT_THROTTLE_RATES": {"ingest": env("INGEST_RATE", "1200/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ckptweb API",

@@ -4,7 +4,8 @@
 ``{"progress": <StreamingQueryProgress.json object>}`` (pipelines/progress_listener.py sends
 exactly this). The caller needs the ``dashboards.ingest_progress`` permission. Answers 201 for a
 new batch, 200 when it replaced an earlier report of the same batch (a re-run after a restart or
-a resent event), 400 with the reason when the progress cannot be read.
+a resent event), 400 with the reason when the progress cannot be read, and 429 with Retry-After
+beyond CKPTWEB_INGEST_RATE requests per user (the listener retries, then spools).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from workers.checkpoint import CheckpointError
@@ -35,6 +37,8 @@ class ProgressEnvelope(serializers.Serializer):
 class ProgressIngestView(APIView):
     permission_classes = [CanIngestProgress]
     parser_classes = [JSONParser]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "ingest"
 
     @extend_schema(
         request=ProgressEnvelope,

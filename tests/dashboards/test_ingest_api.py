@@ -140,3 +140,22 @@ def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_to
     assert f"<td>{reported['numRowsTotal']}</td>" in operators
     assert f"loadedMapCacheHitCount={reported['customMetrics']['loadedMapCacheHitCount']}" in operators
     assert f"<td>{last['durationMs']['addBatch']}</td>" in page[page.index('id="batch-durations"'):]
+
+
+def test_a_pipeline_beyond_the_ingest_rate_gets_429_and_others_go_on(client, pipeline_token, django_user_model, monkeypatch):
+    from django.core.cache import cache
+    from rest_framework.throttling import ScopedRateThrottle
+
+    cache.clear()
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"ingest": "3/min"})
+    other = django_user_model.objects.create_user("other-pipeline")
+    other.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    other_token = Token.objects.create(user=other).key
+
+    statuses = [_post(client, {"progress": progress}, pipeline_token).status_code for progress in PROGRESS[:4]]
+    refused = _post(client, {"progress": PROGRESS[4]}, pipeline_token)
+
+    assert statuses == [201, 201, 201, 429] and refused.status_code == 429
+    assert int(refused["Retry-After"]) > 0
+    assert BatchProgress.objects.count() == 3
+    assert _post(client, {"progress": PROGRESS[4]}, other_token).status_code == 201
