@@ -241,6 +241,9 @@ RECONCILE_INTERVAL_SECONDS = env_int("RECONCILE_INTERVAL_SECONDS", 3600, minimum
 # S3-compatible endpoint for s3:// checkpoints (MinIO, moto, ...); empty: AWS. Credentials are
 # never stored by ckptweb: s3fs takes them from boto's chain (AWS_* variables, ~/.aws, roles).
 S3_ENDPOINT_URL = env("S3_ENDPOINT_URL", "")
+# Object-store calls: connect and read timeout, and attempts per call (botocore's standard retries).
+STORAGE_TIMEOUT_SECONDS = env_int("STORAGE_TIMEOUT_SECONDS", 10)
+STORAGE_MAX_ATTEMPTS = env_int("STORAGE_MAX_ATTEMPTS", 3)
 # The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
 # with a sync at most this often, not on every sync.
 INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)

@@ -16,9 +16,20 @@ from workers.checkpoint import CheckpointStorage
 
 def storage_options_for(url: str) -> dict[str, Any]:
     """Return the fsspec storage options for a checkpoint URL (empty for local paths)."""
-    if url.lower().startswith(("s3://", "s3a://")) and settings.S3_ENDPOINT_URL:
-        return {"endpoint_url": settings.S3_ENDPOINT_URL}
-    return {}
+    if not url.lower().startswith(("s3://", "s3a://")):
+        return {}
+    # Bounded waits: an unreachable or stalled store fails a sync in seconds (a SyncIssue naming
+    # the file), not after botocore's default minute-long timeouts and retries.
+    timeout = settings.STORAGE_TIMEOUT_SECONDS
+    options: dict[str, Any] = {
+        "config_kwargs": {
+            "connect_timeout": timeout, "read_timeout": timeout,
+            "retries": {"max_attempts": settings.STORAGE_MAX_ATTEMPTS, "mode": "standard"},
+        },
+    }
+    if settings.S3_ENDPOINT_URL:
+        options["endpoint_url"] = settings.S3_ENDPOINT_URL
+    return options
 
 
 def open_storage(url: str) -> CheckpointStorage:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from .errors import CheckpointError, MissingFileError
+from .errors import CheckpointError, MissingFileError, StorageError
 from .storage import CheckpointStorage
 
 T = TypeVar("T")
@@ -32,12 +32,17 @@ def iter_next_entries(
     """Yield (batch_id, entry or the error reading it) from ``first_batch_id`` on, until one is missing.
 
     A corrupt entry is yielded as its CheckpointError and probing goes on: the file exists, so
-    the log continues past it. Stops after ``limit`` entries.
+    the log continues past it. A storage failure (unreachable, timed out, denied) is yielded and
+    ends the probe: whether the entry exists is unknown, and an unreachable store would fail
+    every further name the same way. Stops after ``limit`` entries.
     """
     for batch_id in range(first_batch_id, first_batch_id + limit):
         try:
             yield batch_id, reader(storage, batch_id)
         except MissingFileError:
+            return
+        except StorageError as exc:
+            yield batch_id, exc
             return
         except CheckpointError as exc:
             yield batch_id, exc

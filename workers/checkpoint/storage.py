@@ -23,7 +23,7 @@ from typing import Any
 import fsspec
 import fsspec.exceptions
 
-from .errors import CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
 # exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
@@ -31,7 +31,10 @@ MAX_LOG_FILE_BYTES = 64 * 1024 * 1024
 
 # s3fs, gcsfs and adlfs translate their client errors into OSError subclasses; FSTimeoutError
 # is fsspec's own for async backends.
-_BACKEND_ERRORS = (OSError, fsspec.exceptions.FSTimeoutError)
+# What a backend call may raise besides FileNotFoundError: anything. Backends have their own
+# exception types (botocore's EndpointConnectionError while S3 is unreachable is no OSError), and
+# a storage failure of one file must become a StorageError naming it, not a crash of the sync.
+_BACKEND_ERRORS = (Exception,)
 
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 _LOCAL_SCHEMES = frozenset({"file", "local"})
@@ -279,7 +282,7 @@ class CheckpointStorage:
             self._rename_into_place(temporary, path, relpath, overwrite=overwrite)
         except BaseException as exc:
             self._discard(temporary)
-            if isinstance(exc, _BACKEND_ERRORS) and not isinstance(exc, FileExistsError):
+            if isinstance(exc, _BACKEND_ERRORS) and not isinstance(exc, (FileExistsError, CheckpointError)):
                 raise _storage_error(relpath, "cannot write the file", exc) from exc
             raise
         self.calls.bytes_written += len(data)

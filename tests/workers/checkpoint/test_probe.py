@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches
-from workers.checkpoint import CheckpointStorage, CorruptFileError, read_offset_seq
+from workers.checkpoint import CheckpointStorage, CorruptFileError, StorageError, read_offset_seq
 from workers.checkpoint.probe import iter_next_entries
 
 
@@ -33,3 +33,16 @@ def test_probing_reads_no_more_than_the_limit(tmp_path):
 
     assert len(list(iter_next_entries(storage, read_offset_seq, 0, limit=4))) == 4
     assert storage.calls.read == 4
+
+
+def test_an_entry_storage_cannot_read_ends_the_probe(tmp_path):
+    write_batches(tmp_path, range(0, 5), read_template())
+    (tmp_path / "offsets" / "2").unlink()
+    (tmp_path / "offsets" / "2").mkdir()  # reading a directory fails in storage, not in parsing
+    storage = CheckpointStorage(str(tmp_path))
+
+    entries = list(iter_next_entries(storage, read_offset_seq, 0))
+
+    assert [batch_id for batch_id, _ in entries] == [0, 1, 2]
+    assert isinstance(entries[2][1], StorageError) and "offsets/2" in str(entries[2][1])
+    assert storage.calls.read == 3
