@@ -31,7 +31,7 @@ def redis_url_or_skip() -> str:
 @contextlib.contextmanager
 def celery_worker(
     redis_url: str, checkpoint_roots: Path, *, pool: str = "solo", env: Mapping[str, str] | None = None,
-    queue: str | None = None, name: str = "worker",
+    queue: str | None = None, name: str = "celery",
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start `celery worker` on a queue of its own (or ``queue``, to share one), pointed at the
     test database; yield (queue, process)."""

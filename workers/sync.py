@@ -71,11 +71,21 @@ def sync_checkpoint(checkpoint_id: int, *, worker: str = "", now: datetime | Non
         return None
     try:
         checkpoint = Checkpoint.objects.get(pk=checkpoint_id)
+        _close_abandoned_runs(checkpoint, now)
         run = SyncRun.objects.create(checkpoint=checkpoint, started_at=now, worker=worker)
         _sync_into(checkpoint, run)
         return run
     finally:
         Checkpoint.objects.release_sync_lease(checkpoint_id, owner=owner)
+
+
+def _close_abandoned_runs(checkpoint: Checkpoint, now: datetime) -> None:
+    """Mark failed the runs a dead worker left "running": this sync holds the lease, so no live
+    worker can own them. What they stored (chunks of a reconcile) stays; this sync reads the rest."""
+    SyncRun.objects.filter(checkpoint=checkpoint, status=SyncRun.Status.RUNNING).update(
+        status=SyncRun.Status.FAILED,
+        message=f"the worker stopped before this sync finished; the sync of {now:%Y-%m-%d %H:%M:%S} UTC took over",
+    )
 
 
 def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
