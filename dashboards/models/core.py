@@ -31,6 +31,12 @@ def ms_to_datetime(value_ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(value_ms / 1000, tz=dt_timezone.utc)
 
 
+# A checkpoint is flagged stale when its last sync is older than this many sync intervals, plus
+# a grace for the sync's own duration.
+SYNC_OVERDUE_INTERVALS = 3
+SYNC_OVERDUE_GRACE_SECONDS = 60
+
+
 class StreamingQuery(models.Model):
     """A streaming query identity: the id Spark keeps in the checkpoint's `metadata` file."""
 
@@ -139,6 +145,15 @@ class Checkpoint(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("dashboards:checkpoint-detail", args=[self.pk])
+
+    @property
+    def sync_overdue(self) -> bool:
+        """Tell whether the last sync is older than SYNC_OVERDUE_INTERVALS intervals: the figures
+        shown may be stale (workers, beat or the broker down, or storage failing)."""
+        if not self.is_enabled or self.last_synced_at is None:
+            return False
+        allowed = timedelta(seconds=self.sync_interval_seconds * SYNC_OVERDUE_INTERVALS + SYNC_OVERDUE_GRACE_SECONDS)
+        return timezone.now() - self.last_synced_at > allowed
 
     def save(self, *args, **kwargs) -> None:
         """Save, then keep the periodic sync in celery beat's table in step with this row."""

@@ -150,3 +150,20 @@ def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(vie
     assert 0 < len(sample.rows) == partition.rows
     page = viewer_client.get(reverse("dashboards:state-partition", args=[synced_agg.pk, partition.pk])).content.decode()
     assert 'id="sample-rows"' in page and 'id="partition-files"' in page
+
+
+@pytest.mark.parametrize(("minutes_ago", "stale"), [(2, False), (5, True)])
+def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer_client, minutes_ago, stale):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    checkpoint = make_checkpoint(sync_interval_seconds=60)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(last_synced_at=timezone.now() - timedelta(minutes=minutes_ago))
+
+    detail = viewer_client.get(reverse("dashboards:checkpoint-detail", args=[checkpoint.pk])).content.decode()
+    listing = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
+
+    # 3 intervals of 60 s plus a minute of grace: 4 minutes.
+    assert ('id="sync-overdue"' in detail) is stale
+    assert ('title="no sync for more than 3 intervals' in listing) is stale
