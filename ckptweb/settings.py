@@ -201,6 +201,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A web request that sends a task while the broker is down fails within about a second (the
+# page says so, and beat sends the work again later) instead of hanging in retries.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Static entries; django-celery-beat's scheduler copies them into its table at start. The
 # per-checkpoint syncs are rows of that table (dashboards/schedules.py).

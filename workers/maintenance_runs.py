@@ -232,6 +232,11 @@ def interrupted_run_ids(*, now: datetime | None = None) -> list[int]:
     return list(MaintenanceRun.objects.interrupted(now=now or timezone.now()).values_list("pk", flat=True))
 
 
+def unplanned_run_ids(*, now: datetime | None = None) -> list[int]:
+    """Runs whose plan task was lost: planned again by celery beat's resume task."""
+    return list(MaintenanceRun.objects.unplanned(now=now or timezone.now()).values_list("pk", flat=True))
+
+
 def start_policy_run(policy_id: int, *, now: datetime | None = None) -> int | None:
     """Plan a policy's action; queue it (as confirmed by the policy) only if it may run now.
 

@@ -45,9 +45,11 @@ def run_maintenance(run_id: int) -> None:
 
 @shared_task
 def resume_interrupted_maintenance() -> None:
-    """Hand runs whose worker died, or whose queued task was lost, to a live worker (celery beat)."""
+    """Hand runs whose worker died, or whose queued or planning task was lost, to a live worker (celery beat)."""
     for run_id in maintenance_runs.interrupted_run_ids():
         run_maintenance.delay(run_id)
+    for run_id in maintenance_runs.unplanned_run_ids():
+        plan_maintenance.delay(run_id)
 
 
 @shared_task(acks_late=True)

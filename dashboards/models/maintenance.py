@@ -49,6 +49,12 @@ class MaintenanceRunQuerySet(models.QuerySet):
             | Q(status=MaintenanceRun.Status.QUEUED, queued_at__lt=lost)
         )
 
+    def unplanned(self, *, now: datetime) -> MaintenanceRunQuerySet:
+        """Runs still waiting for their plan a lease after the request: the plan task was lost
+        (the broker was down when the request was stored, or lost the message)."""
+        lost = now - timedelta(seconds=settings.MAINTENANCE_LEASE_SECONDS)
+        return self.filter(status=MaintenanceRun.Status.PLANNING, requested_at__lt=lost)
+
     def take_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
         """Start (queued) or take over (running, lease expired) a run; False if a live worker has it.
 

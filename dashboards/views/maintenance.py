@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from workers import tasks
 
 from ..maintenance_forms import MaintenanceConfirmForm, MaintenanceRequestForm
+from ..queueing import enqueue_on_commit
 from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
 
 AUDIT_ENTRIES_PER_PAGE = 50
@@ -66,7 +67,7 @@ def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpRespons
             checkpoint=checkpoint, action=form.cleaned_data["action"], parameters=form.parameters(), requested_by=request.user
         )
         AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
-        tasks.plan_maintenance.delay_on_commit(run.pk)
+        enqueue_on_commit(request, tasks.plan_maintenance, run.pk, what="The request")
     return redirect(run)
 
 
@@ -128,7 +129,7 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
                 now=timezone.now(),
             )
             if run.status == run.Status.QUEUED:
-                tasks.run_maintenance.delay_on_commit(run.pk)
+                enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The confirmation")
     except MaintenanceRefused as exc:
         messages.error(request, f"Not confirmed: {exc}")
     return redirect(run)
@@ -142,7 +143,7 @@ def maintenance_approve(request: HttpRequest, checkpoint_id: int, run_id: int) -
     try:
         with transaction.atomic():
             run.approve(request.user, now=timezone.now())
-            tasks.run_maintenance.delay_on_commit(run.pk)
+            enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The approval")
     except MaintenanceRefused as exc:
         messages.error(request, f"Not approved: {exc}")
     return redirect(run)

@@ -94,7 +94,7 @@ def test_a_confirmed_run_is_queued_for_the_worker(oncall_client, planned_run, dj
     from workers import tasks
 
     queued = []
-    monkeypatch.setattr(tasks.run_maintenance, "delay", queued.append)
+    monkeypatch.setattr(tasks.run_maintenance, "apply_async", lambda args: queued.extend(args))
     with django_capture_on_commit_callbacks(execute=True):
         response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk full", "checkpoint_name": "orders"})
 
@@ -128,3 +128,46 @@ def test_the_admin_cannot_edit_or_delete_audit_entries(admin_client, planned_run
 
     assert AuditEntry.objects.get(pk=entry.pk).detail == entry.detail
     assert change.status_code in (403, 302) and delete.status_code in (403, 302)
+
+
+@pytest.fixture
+def broker_down(monkeypatch):
+    """The Celery app pointed at a Redis port nothing listens on."""
+    from ckptweb.celery import app
+
+    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:9/0")
+    monkeypatch.setattr(app, "_pool", None)
+    monkeypatch.setattr(app.amqp, "_producer_pool", None)
+    yield
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: the message is sent while the view runs
+def test_a_request_made_while_the_broker_is_down_is_kept_and_planned_by_beat_later(oncall_client, checkpoint, broker_down, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workers import tasks
+
+    response = oncall_client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": "3"}, follow=True
+    )
+
+    run = MaintenanceRun.objects.get()
+    assert response.status_code == 200 and run.status == MaintenanceRun.Status.PLANNING
+    assert "the task broker did not answer" in response.content.decode()
+    # celery beat's resume task, a lease later, plans what the lost message would have.
+    MaintenanceRun.objects.filter(pk=run.pk).update(requested_at=timezone.now() - timedelta(seconds=settings.MAINTENANCE_LEASE_SECONDS + 1))
+    assert maintenance_runs.unplanned_run_ids() == [run.pk]
+    from ckptweb.celery import app
+
+    app.conf.task_always_eager = True
+    try:
+        tasks.resume_interrupted_maintenance()
+    finally:
+        app.conf.task_always_eager = False
+    run.refresh_from_db()
+    assert run.status == MaintenanceRun.Status.PLANNED
+    assert maintenance_runs.unplanned_run_ids() == []
