@@ -1,0 +1,264 @@
+"""Load: many users on the pages while two workers keep many checkpoints in sync (issue 8).
+
+Usage (from the repository root; PostgreSQL and Redis as in the README's test command)::
+
+    .venv/bin/python -m bench.load --workdir /tmp/ckptweb-load --checkpoints 1000 --users 50 --seconds 120
+
+1. Creates (or empties) the database ``ckptweb_load`` on the PostgreSQL server of
+   ``--database-url``, migrates it, writes ``--checkpoints`` checkpoints of ``--batches`` batches
+   (bench/checkpoint_history.py, copies of a PySpark-written fixture) and registers them with a
+   ``--interval`` second sync interval (celery beat's table, as the UI does).
+2. Starts celery beat, ``--workers`` Celery workers (``--concurrency`` processes each) on a Redis
+   database of its own, and gunicorn.
+3. Waits until every checkpoint has been synced once, then for ``--seconds``: ``--users`` threads,
+   each logged in, request pages in turn (checkpoint list, a checkpoint's page, its batch table
+   panel, its timeline chart, its health panel) as fast as answers come; meanwhile a new batch is
+   written to a tenth of the checkpoints every few seconds.
+4. Prints latency percentiles per page and overall, the error rate, and for the syncs: the largest
+   gap between two syncs of one checkpoint during the measurement, and how many checkpoints went
+   longer than their interval (plus a lease's slack) without a sync.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from bench.checkpoint_history import read_template, write_batches
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+PASSWORD = "load-test-password"
+PAGES = ("list", "detail", "batches", "timeline", "health")
+
+
+def _database_url(server_url: str) -> str:
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path="/ckptweb_load"))
+
+
+def _recreate_database(server_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
+        connection.execute("DROP DATABASE IF EXISTS ckptweb_load WITH (FORCE)")
+        connection.execute("CREATE DATABASE ckptweb_load")
+
+
+def _environment(args: argparse.Namespace) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CKPTWEB_DATA_DIR": str(args.workdir),
+        "CKPTWEB_DATABASE_URL": _database_url(args.database_url),
+        "CKPTWEB_REDIS_URL": args.redis_url,
+        "CKPTWEB_CHECKPOINT_ROOTS": str(args.workdir / "checkpoints"),
+        "CKPTWEB_SYNC_INTERVAL_SECONDS": str(args.interval),
+        "CKPTWEB_DEBUG": "true",
+        "CKPTWEB_LOG_LEVEL": "WARNING",
+    }
+
+
+def _setup(args: argparse.Namespace) -> None:
+    """Migrate, write and register the checkpoints, create the user (in this process)."""
+    os.environ.update(_environment(args))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from django.contrib.auth import get_user_model
+
+    from dashboards.models import Checkpoint
+
+    get_user_model().objects.create_user("load", password=PASSWORD)
+    template = read_template()
+    for number in range(args.checkpoints):
+        directory = args.workdir / "checkpoints" / f"q{number:05d}"
+        write_batches(directory, range(args.batches), template)
+        Checkpoint.objects.create(name=f"q{number:05d}", url=str(directory), sync_interval_seconds=args.interval)
+
+
+def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(command, cwd=REPO_DIR, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _wait_until_all_synced(count: int, timeout: float) -> float:
+    from dashboards.models import Checkpoint
+
+    started = time.monotonic()
+    while Checkpoint.objects.filter(last_synced_at__isnull=False).count() < count:
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"not every checkpoint was synced within {timeout:.0f} s")
+        time.sleep(1)
+    return time.monotonic() - started
+
+
+class User(threading.Thread):
+    def __init__(self, base: str, checkpoint_ids: list[int], stop: threading.Event, results: dict) -> None:
+        super().__init__(daemon=True)
+        self.base, self.checkpoint_ids, self.stop, self.results = base, checkpoint_ids, stop, results
+        self.session = requests.Session()
+
+    def login(self) -> None:
+        self.session.get(f"{self.base}/login/")
+        token = self.session.cookies["csrftoken"]
+        response = self.session.post(
+            f"{self.base}/login/", data={"username": "load", "password": PASSWORD, "csrfmiddlewaretoken": token}, allow_redirects=False
+        )
+        assert response.status_code == 302, response.status_code
+
+    def url(self, page: str) -> str:
+        checkpoint = random.choice(self.checkpoint_ids)
+        return {
+            "list": "/",
+            "detail": f"/checkpoints/{checkpoint}/",
+            "batches": f"/checkpoints/{checkpoint}/panels/batches/",
+            "timeline": f"/checkpoints/{checkpoint}/charts/timeline.json",
+            "health": f"/checkpoints/{checkpoint}/panels/health/",
+        }[page]
+
+    def run(self) -> None:
+        self.login()
+        while not self.stop.is_set():
+            for page in PAGES:
+                started = time.perf_counter()
+                try:
+                    ok = self.session.get(self.base + self.url(page), timeout=30).status_code == 200
+                except requests.RequestException:
+                    ok = False
+                self.results[page].append((time.perf_counter() - started, ok))
+
+
+def _write_new_batches(args: argparse.Namespace, stop: threading.Event) -> None:
+    """A tenth of the queries make progress: one new batch every few seconds."""
+    template, next_batch = read_template(), defaultdict(lambda: args.batches)
+    active = [args.workdir / "checkpoints" / f"q{number:05d}" for number in range(0, args.checkpoints, 10)]
+    while not stop.wait(3):
+        for directory in active:
+            write_batches(directory, range(next_batch[directory], next_batch[directory] + 1), template)
+            next_batch[directory] += 1
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+
+
+def _report(results: dict, seconds: float) -> None:
+    print(f"\n{'page':<10} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    everything = []
+    for page in PAGES:
+        samples = results[page]
+        everything += samples
+        times = [elapsed * 1000 for elapsed, _ in samples]
+        errors = sum(1 for _, ok in samples if not ok)
+        print(f"{page:<10} {len(samples):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
+    times = [elapsed * 1000 for elapsed, _ in everything]
+    errors = sum(1 for _, ok in everything if not ok)
+    print(f"{'all':<10} {len(everything):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
+    print(f"throughput {len(everything) / seconds:.1f} requests/s; error rate {errors / max(1, len(everything)):.4f}")
+
+
+def _sync_gaps(since, until, interval: int) -> None:
+    from django.db.models import Max, Min
+
+    from dashboards.models import Checkpoint, SyncRun
+
+    gaps = []
+    for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
+        starts = list(
+            SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__gte=since, started_at__lte=until)
+            .order_by("started_at").values_list("started_at", flat=True)
+        )
+        edges = [since, *starts, until]
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
+    late = sum(1 for gap in gaps if gap > interval * 1.5)
+    runs = SyncRun.objects.filter(started_at__gte=since, started_at__lte=until)
+    durations = runs.exclude(finished_at__isnull=True).aggregate(first=Min("started_at"), last=Max("finished_at"))
+    failed = runs.exclude(status__in=["ok", "partial"]).count()
+    print(f"syncs during the measurement: {runs.count()} ({failed} not ok), {durations['first']} .. {durations['last']}")
+    print(f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); median {statistics.median(gaps):.1f} s")
+    print(f"checkpoints with a gap over 1.5 intervals: {late} of {len(gaps)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-load"))
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/5")
+    parser.add_argument("--checkpoints", type=int, default=1000)
+    parser.add_argument("--batches", type=int, default=50)
+    parser.add_argument("--interval", type=int, default=60)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--seconds", type=int, default=120)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--gunicorn-workers", type=int, default=4)
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    (args.workdir / "checkpoints").mkdir(parents=True)
+    _recreate_database(args.database_url)
+    import redis
+
+    redis.Redis.from_url(args.redis_url).flushdb()
+    _setup(args)
+    env = _environment(args)
+    celery = [sys.executable, "-m", "celery", "-A", "ckptweb"]
+    processes = [_start([*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")], env, args.workdir / "beat.log")]
+    for number in range(args.workers):
+        command = [*celery, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", f"-n", f"load{number}@%h"]
+        processes.append(_start(command, env, args.workdir / f"worker{number}.log"))
+    gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers)]
+    processes.append(_start(gunicorn, env, args.workdir / "gunicorn.log"))
+    try:
+        print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")
+        print(f"all synced once after {_wait_until_all_synced(args.checkpoints, timeout=900):.0f} s")
+        from django.utils import timezone
+
+        from dashboards.models import Checkpoint
+
+        ids = list(Checkpoint.objects.values_list("pk", flat=True))
+        stop, results = threading.Event(), defaultdict(list)
+        users = [User(f"http://127.0.0.1:{args.port}", ids, stop, results) for _ in range(args.users)]
+        writer = threading.Thread(target=_write_new_batches, args=(args, stop), daemon=True)
+        since = timezone.now()
+        for user in users:
+            user.start()
+        writer.start()
+        time.sleep(args.seconds)
+        stop.set()
+        for user in users:
+            user.join(timeout=60)
+        until = timezone.now()
+        _report(results, args.seconds)
+        _sync_gaps(since, until, args.interval)
+    finally:
+        _stop(processes)
+
+
+if __name__ == "__main__":
+    main()
