@@ -14,6 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/ingest/progress/", ProgressIngestView.as_view(), name="api-ingest-progress"),
     path("metrics", metrics, name="metrics"),
+    path("api/v1/", include("dashboards.read_api.urls")),
     path("api/schema/", login_required(SpectacularAPIView.as_view()), name="api-schema"),
     path("", include("dashboards.urls")),
 ]

@@ -136,6 +136,7 @@ from .inventory import (
 )
 from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
 from .probe import MAX_PROBES_PER_SYNC, iter_next_entries
+from .client import BatchView, CheckpointView, CheckpointViewClient, ServerRefusedError, ServerUnavailableError
 
 __all__ = [
     # errors
@@ -287,4 +288,9 @@ __all__ = [
     "check_checkpoint",
     "gather_facts",
     "run_checks",
+    "BatchView",
+    "CheckpointView",
+    "CheckpointViewClient",
+    "ServerRefusedError",
+    "ServerUnavailableError",
 ]

@@ -1,17 +1,29 @@
-"""`manage.py inspect_checkpoint URL [--json]`: summarise a checkpoint straight from storage.
+"""`manage.py inspect_checkpoint URL [--json] [--via SERVER]`: summarise a checkpoint straight from storage.
 
 Touches no database: it reads the checkpoint with the format library and prints the summary.
 Any local path or fsspec URL is accepted here (the shell user already has storage access); the
-configured roots only restrict what the web UI registers.
+configured roots only restrict what the web UI registers. With ``--via`` it prints the batches
+as a ckptweb server has them, or as storage has them when that server is unreachable or behind
+(workers.checkpoint.client), and says which and why.
 """
 import json
+import os
 from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workers.checkpoint import DEFAULT_COMPACT_INTERVAL, CheckpointError, CheckpointStorage, summarize_checkpoint
+from workers.checkpoint import (
+    DEFAULT_COMPACT_INTERVAL,
+    CheckpointError,
+    CheckpointStorage,
+    CheckpointView,
+    CheckpointViewClient,
+    summarize_checkpoint,
+)
 from workers.checkpoint.integrity import check_checkpoint
 from workers.checkpoint.statesummary import read_checkpoint_state, summarize_stores
+
+API_TOKEN_VARIABLE = "CKPTWEB_API_TOKEN"
 
 
 class Command(BaseCommand):
@@ -35,11 +47,21 @@ class Command(BaseCommand):
             help="The query's configured fileSink/fileSource.log.compactInterval, used until a log has a .compact file "
             f"(Spark does not write it into the checkpoint; default {DEFAULT_COMPACT_INTERVAL}).",
         )
+        parser.add_argument(
+            "--via",
+            metavar="SERVER",
+            help="Base URL of a ckptweb server (https://ckptweb.example): print its view of the batches, or storage's when "
+            "it is unreachable or behind.",
+        )
+        parser.add_argument("--token", help=f"API token for --via (default: the {API_TOKEN_VARIABLE} environment variable).")
 
     def handle(
         self, *args, url: str, json: bool = False, sink_log: str | None = None,
-        compact_interval: int = DEFAULT_COMPACT_INTERVAL, **options,
+        compact_interval: int = DEFAULT_COMPACT_INTERVAL, via: str | None = None, token: str | None = None, **options,
     ) -> None:
+        if via is not None:
+            self.stdout.write(_inspect_via(url, via, token or os.environ.get(API_TOKEN_VARIABLE, ""), as_json=json))
+            return
         if compact_interval < 1:
             raise CommandError("--compact-interval must be at least 1")
         try:
@@ -55,6 +77,33 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(summary))
         else:
             self.stdout.write(_text(summary))
+
+
+def _inspect_via(url: str, server: str, token: str, *, as_json: bool) -> str:
+    if not token:
+        raise CommandError(f"--via needs an API token: give --token or set {API_TOKEN_VARIABLE}")
+    try:
+        view = CheckpointViewClient(server, token).read_view(url)
+    except CheckpointError as exc:
+        raise CommandError(str(exc)) from None
+    return _dumps(asdict(view)) if as_json else _view_text(view)
+
+
+def _view_text(view: CheckpointView) -> str:
+    origin = f"server ({view.name}, signature {view.signature})" if view.source == "server" else f"storage: {view.reason}"
+    uncommitted = [str(batch.batch_id) for batch in view.batches if not batch.is_committed]
+    lines = [
+        f"source:      {origin}",
+        f"query id:    {view.query_id or '(unknown)'}",
+        f"batches:     {len(view.batches)}, latest {view.latest_batch_id}, latest committed {view.latest_committed_batch_id}",
+        f"uncommitted: {', '.join(uncommitted) or 'none'}",
+    ]
+    lines += [
+        f"batch {batch.batch_id}:".ljust(13) + f"timestamp {batch.timestamp_ms} ms, watermark {batch.watermark_ms} ms, "
+        + ("committed" if batch.is_committed else "not committed")
+        for batch in view.batches
+    ]
+    return "\n".join(lines)
 
 
 def _dumps(summary: dict) -> str:

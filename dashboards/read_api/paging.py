@@ -1,0 +1,72 @@
+"""Keyset paging: ``?after=<key>&limit=N`` and ``?from=&to=`` ranges, ascending, never OFFSET.
+
+Each page asks the database for ``limit + 1`` rows past the last key seen, which the unique index
+of the key (``(checkpoint, batch_id)`` for batches) answers without counting what came before, so
+page 1,000 of a long history costs what page 1 costs. The extra row only says whether a next
+page exists.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import serializers
+
+DEFAULT_PAGE_ROWS = 100
+MAX_PAGE_ROWS = 1000
+
+
+class FreshnessParams(serializers.Serializer):
+    """The query parameter of every answer about one checkpoint."""
+
+    known_latest_batch = serializers.IntegerField(
+        required=False, min_value=0,
+        help_text="The newest batch id the client knows of; when the server has an older one it queues a catch-up sync "
+        "and answers with current=false.",
+    )
+
+
+class PageParams(FreshnessParams):
+    """The query parameters of every list about one checkpoint."""
+
+    after = serializers.IntegerField(required=False, help_text="Return rows whose key is greater than this (the `next` link sets it).")
+    limit = serializers.IntegerField(required=False, default=DEFAULT_PAGE_ROWS, min_value=1, max_value=MAX_PAGE_ROWS)
+
+    def to_internal_value(self, data):
+        # "from" is a Python keyword, so the range bounds are read under their URL names here.
+        values = super().to_internal_value(data)
+        values["start"] = _optional_int(data, "from")
+        values["end"] = _optional_int(data, "to")
+        return values
+
+
+def _optional_int(data, name: str) -> int | None:
+    raw = data.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise serializers.ValidationError({name: [f"expected an integer, found {raw!r}"]}) from None
+
+
+@dataclass(frozen=True, slots=True)
+class KeysetPage:
+    rows: list[Any]
+    next_after: int | None
+
+
+def read_keyset_page(queryset: QuerySet, *, key: str, params: dict) -> KeysetPage:
+    """Return the rows of ``queryset`` in ascending ``key`` order after ``params["after"]``, within
+    ``from``..``to`` (both inclusive), at most ``params["limit"]`` of them."""
+    bounds = {
+        f"{key}__gt": params.get("after"),
+        f"{key}__gte": params.get("start"),
+        f"{key}__lte": params.get("end"),
+    }
+    rows = list(queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None}).order_by(key)[: params["limit"] + 1])
+    if len(rows) <= params["limit"]:
+        return KeysetPage(rows, None)
+    rows = rows[: params["limit"]]
+    return KeysetPage(rows, getattr(rows[-1], key))

@@ -1,0 +1,179 @@
+"""Read-only endpoints about registered checkpoints; every one needs a token or a session.
+
+A view here fetches the checkpoint through the pages' permission helper, reads one keyset page
+of rows and wraps it in the freshness envelope (signature.py). The rows' queries live in the
+models' QuerySets and in paging.py.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+from rest_framework.views import APIView
+
+from ..models import BatchProgress, Checkpoint
+from ..views.pages import _get_checkpoint_for_user
+from .catchup import request_catch_up
+from .paging import FreshnessParams, PageParams, read_keyset_page
+from .serializers import (
+    BatchProgressSerializer,
+    BatchSerializer,
+    CheckpointSerializer,
+    FindingSerializer,
+    MaintenanceRunSerializer,
+    MetadataLogSerializer,
+    StatePartitionSerializer,
+)
+from .signature import Freshness, freshness_of
+
+FRESHNESS_FIELDS = {
+    "latest_batch_id": serializers.IntegerField(allow_null=True, help_text="Newest batch the server has stored."),
+    "latest_committed_batch_id": serializers.IntegerField(allow_null=True),
+    "signature": serializers.CharField(help_text="Changes whenever a sync stores a new batch or commit or reconciles a purge."),
+    "current": serializers.BooleanField(help_text="False when known_latest_batch is newer than the server's latest batch."),
+}
+RANGE_PARAMETERS = [
+    OpenApiParameter("from", OpenApiTypes.INT, description="Lowest key to return (inclusive)."),
+    OpenApiParameter("to", OpenApiTypes.INT, description="Highest key to return (inclusive)."),
+]
+
+
+def answer_freshness(checkpoint: Checkpoint, known_latest_batch: int | None) -> Freshness:
+    """Tell how current the server's view is; queue a catch-up when the client knows a newer batch."""
+    freshness = freshness_of(checkpoint, known_latest_batch)
+    if not freshness.is_current:
+        request_catch_up(checkpoint, now=timezone.now())
+    return freshness
+
+
+def read_params(request: Request, params_class: type[FreshnessParams] = PageParams) -> dict:
+    params = params_class(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
+class CheckpointList(APIView):
+    @extend_schema(
+        operation_id="v1_checkpoints_list",
+        parameters=[OpenApiParameter("url", OpenApiTypes.STR, description="Only the checkpoint registered at this URL.")],
+        responses=inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True)}),
+    )
+    def get(self, request: Request) -> Response:
+        checkpoints = Checkpoint.objects.select_related("query").order_by("name")
+        if "url" in request.query_params:
+            checkpoints = checkpoints.filter(url=request.query_params["url"])
+        return Response({"results": CheckpointSerializer(checkpoints, many=True).data})
+
+
+class CheckpointDetail(APIView):
+    @extend_schema(
+        parameters=[FreshnessParams],
+        responses=inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}),
+    )
+    def get(self, request: Request, checkpoint_id: int) -> Response:
+        checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+        freshness = answer_freshness(checkpoint, read_params(request, FreshnessParams).get("known_latest_batch"))
+        body = {**freshness.as_json(), "checkpoint": CheckpointSerializer(checkpoint).data}
+        return Response(body, headers=freshness.as_headers())
+
+
+class CheckpointRowsView(APIView):
+    """One keyset page of a checkpoint's rows of one kind, ascending by ``key``.
+
+    Subclasses name the key, the serializer and the rows; the paging, the envelope and the
+    catch-up are the same for every kind.
+    """
+
+    key: ClassVar[str] = "id"
+    serializer_class: ClassVar[type[serializers.Serializer]]
+    # The Checkpoint relation holding the rows, unless rows() is overridden.
+    related_name: ClassVar[str] = ""
+
+    def rows(self, checkpoint: Checkpoint) -> QuerySet:
+        return getattr(checkpoint, self.related_name).all()
+
+    def get(self, request: Request, checkpoint_id: int) -> Response:
+        checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+        params = read_params(request)
+        freshness = answer_freshness(checkpoint, params.get("known_latest_batch"))
+        page = read_keyset_page(self.rows(checkpoint), key=self.key, params=params)
+        next_url = None if page.next_after is None else replace_query_param(request.build_absolute_uri(), "after", page.next_after)
+        body = {
+            **freshness.as_json(),
+            "checkpoint_id": checkpoint.pk,
+            "results": self.serializer_class(page.rows, many=True).data,
+            "next": next_url,
+        }
+        return Response(body, headers=freshness.as_headers())
+
+
+def page_schema(name: str, serializer_class: type[serializers.Serializer], key_description: str):
+    """The OpenAPI description of a CheckpointRowsView subclass's answer."""
+    fields = {
+        **FRESHNESS_FIELDS,
+        "checkpoint_id": serializers.IntegerField(),
+        "results": serializer_class(many=True),
+        "next": serializers.URLField(allow_null=True, help_text="The next page, or null on the last one."),
+    }
+    return extend_schema(
+        parameters=[PageParams, *RANGE_PARAMETERS],
+        responses=inline_serializer(name, fields),
+        description=f"Rows in ascending {key_description}; follow `next` for the following page.",
+    )
+
+
+@extend_schema_view(get=page_schema("BatchPage", BatchSerializer, "batch id"))
+class BatchList(CheckpointRowsView):
+    key = "batch_id"
+    serializer_class = BatchSerializer
+    related_name = "batches"
+
+
+@extend_schema_view(get=page_schema("ProgressPage", BatchProgressSerializer, "batch id"))
+class ProgressList(CheckpointRowsView):
+    key = "batch_id"
+    serializer_class = BatchProgressSerializer
+
+    def rows(self, checkpoint: Checkpoint) -> QuerySet:
+        # Progress belongs to the query; a checkpoint whose metadata was never read has none.
+        return BatchProgress.objects.filter(query_id=checkpoint.query_id).select_related("run")
+
+
+@extend_schema_view(get=page_schema("StatePartitionPage", StatePartitionSerializer, "id"))
+class StatePartitionList(CheckpointRowsView):
+    serializer_class = StatePartitionSerializer
+    related_name = "state_partitions"
+
+
+@extend_schema_view(get=page_schema("MetadataLogPage", MetadataLogSerializer, "id"))
+class MetadataLogList(CheckpointRowsView):
+    serializer_class = MetadataLogSerializer
+    related_name = "metadata_logs"
+
+
+@extend_schema_view(get=page_schema("FindingPage", FindingSerializer, "id"))
+class OpenFindingList(CheckpointRowsView):
+    serializer_class = FindingSerializer
+
+    def rows(self, checkpoint: Checkpoint) -> QuerySet:
+        return checkpoint.findings.open()
+
+
+@extend_schema_view(get=page_schema("MaintenanceRunPage", MaintenanceRunSerializer, "id"))
+class MaintenanceRunList(CheckpointRowsView):
+    serializer_class = MaintenanceRunSerializer
+
+    related_name = "maintenance_runs"
+
