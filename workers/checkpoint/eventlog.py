@@ -51,6 +51,9 @@ SUPPORTED_CODECS = frozenset({"lz4", "zstd"})
 
 # Rolling files are 128 MiB of uncompressed events by default (spark.eventLog.rolling.maxFileSize).
 MAX_EVENT_LOG_FILE_BYTES = 256 * 1024 * 1024
+# A streaming-query event is a few kilobytes (hundreds with many sources); a line far longer is
+# refused before it is decoded and parsed, which would take several times its size in memory.
+MAX_EVENT_LINE_BYTES = 16 * 1024 * 1024
 # Compressed input fed to the zstd decompressor at a time: bounds the copy of what follows a
 # frame end (unused_data) and the output of one call.
 ZSTD_CHUNK_BYTES = 128 * 1024
@@ -306,6 +309,8 @@ class _LineReader:
             return
         if line.startswith(_STREAMING_LINE_PREFIX):
             site = self._site()
+            if len(line) > MAX_EVENT_LINE_BYTES:
+                raise site.error(f"an event line of {len(line)} bytes is longer than the limit of {MAX_EVENT_LINE_BYTES} bytes")
             event = listener_event_from_dict(parse_json_object(_decode_line(line, site), site), site)
             if event is not None:
                 events.append(event)

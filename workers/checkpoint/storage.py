@@ -166,6 +166,11 @@ class CheckpointStorage:
     ) -> None:
         self.url = check_allowed(url, allowed_roots)
         self.calls = StorageCalls()
+        # Local roots with symlinks resolved: a file below the checkpoint may itself be a link
+        # out of them, which reads check (None: every place is allowed).
+        self._real_roots = None if allowed_roots is None else tuple(
+            os.path.realpath(root.path) for root in map(_parse_location, allowed_roots) if root.protocol == "file"
+        )
         try:
             self._fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
         except (ImportError, ValueError) as exc:
@@ -219,9 +224,11 @@ class CheckpointStorage:
         # more than the budget is ever held in memory.
         end = None if max_bytes is None else start + max_bytes + 1
         try:
-            data = self._read_local(path, start, end) if self._is_local else bytes(self._fs.cat_file(path, start=start, end=end))
+            data = self._read_local(path, relpath, start, end) if self._is_local else bytes(self._fs.cat_file(path, start=start, end=end))
         except FileNotFoundError:
             raise MissingFileError(relpath, "no such file") from None
+        except CheckpointError:
+            raise
         except _BACKEND_ERRORS as exc:
             raise _storage_error(relpath, "cannot read the file", exc) from exc
         self.calls.bytes_read += len(data)
@@ -229,7 +236,7 @@ class CheckpointStorage:
             raise CorruptFileError(relpath, f"file is larger than the read limit of {max_bytes} bytes")
         return data
 
-    def _read_local(self, path: str, start: int, end: int | None) -> bytes:
+    def _read_local(self, path: str, relpath: str, start: int, end: int | None) -> bytes:
         """Read [start, end) of a local file in chunks.
 
         A local ``read(n)`` allocates n bytes before reading, so asking for the whole budget
@@ -238,6 +245,7 @@ class CheckpointStorage:
         chunks, position = [], start
         # The built-in open: fsspec's local file object costs more than the read of a small log file.
         with open(path, "rb") as handle:
+            self._check_opened_file(handle.fileno(), path, relpath)
             handle.seek(start)
             while end is None or position < end:
                 chunk = handle.read(LOCAL_READ_CHUNK_BYTES if end is None else min(LOCAL_READ_CHUNK_BYTES, end - position))
@@ -246,6 +254,21 @@ class CheckpointStorage:
                 chunks.append(chunk)
                 position += len(chunk)
         return b"".join(chunks)
+
+    def _check_opened_file(self, descriptor: int, path: str, relpath: str) -> None:
+        """Refuse a file that is, or lies below, a symbolic link leading out of the allowed roots.
+
+        The kernel names the file actually opened (/proc/self/fd), so a link anywhere on the path
+        is resolved with one call, and a link swapped after the check cannot redirect the read.
+        """
+        if self._real_roots is None:
+            return
+        try:
+            real = os.readlink(f"/proc/self/fd/{descriptor}")
+        except OSError:
+            real = os.path.realpath(path)  # no /proc: resolve the name instead
+        if not any(os.path.commonpath([real, root]) == root for root in self._real_roots):
+            raise PathNotAllowedError(relpath, "the file is a symbolic link to a place outside the allowed roots")
 
     def find_bytes(self, relpath: str, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes | None:
         """Return the content of a file, or None when it does not exist."""
