@@ -20,14 +20,21 @@ class TimelinePoint:
     timestamp_ms: int
     watermark_ms: int
     is_committed: bool
+    # Milliseconds since the previous timed batch, when the query computed it (a downsampled
+    # series has lost its neighbours); None: taken from the previous point.
+    interval_ms: int | None = None
 
 
-def batch_timeline_figure(points: Iterable[TimelinePoint], *, sink_compact_interval: int | None = None) -> go.Figure:
+def batch_timeline_figure(
+    points: Iterable[TimelinePoint], *, sink_compact_interval: int | None = None, bucket_width: int = 1
+) -> go.Figure:
     """Batch id, interval since the previous batch, and the watermark, against batch start time.
 
     Batches without a timestamp (Spark 2.0-era logs wrote 0) cannot be placed on a time axis and
     are left out. With a file sink's compact interval, its compaction batches (a file sink's batch
-    ids are the query's) are marked: they are the batches that rewrite the whole sink log.
+    ids are the query's) are marked: they are the batches that rewrite the whole sink log. A
+    ``bucket_width`` above 1 says the points are the min/max of every that many batches: the
+    figure says so, and leaves out the compaction marks, which would be a random few.
     """
     timed = [p for p in points if p.timestamp_ms > 0]
     times = [ms_to_datetime(p.timestamp_ms) for p in timed]
@@ -37,12 +44,22 @@ def batch_timeline_figure(points: Iterable[TimelinePoint], *, sink_compact_inter
     )
     figure.add_trace(_batch_trace(timed, times, committed=True), row=1, col=1)
     figure.add_trace(_batch_trace(timed, times, committed=False), row=1, col=1)
-    if sink_compact_interval:
+    if sink_compact_interval and bucket_width == 1:
         figure.add_trace(_compaction_trace(timed, times, sink_compact_interval), row=1, col=1)
     figure.add_trace(_interval_trace(timed, times), row=2, col=1)
     figure.add_trace(_watermark_trace(timed, times), row=3, col=1)
     figure.update_layout(height=620, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"})
+    _say_if_downsampled(figure, bucket_width)
     return figure
+
+
+def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
+    if bucket_width > 1:
+        figure.update_layout(
+            title={"text": f"Downsampled: lowest and highest value of every {bucket_width:,} batches; "
+                   "choose a smaller batch range for every batch", "font": {"size": 13}},
+            margin={"t": 70},
+        )
 
 
 def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committed: bool) -> go.Scatter:
@@ -63,7 +80,10 @@ def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interv
 
 
 def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
-    gaps = [(later - earlier).total_seconds() for earlier, later in zip(times, times[1:])]
+    gaps = [
+        (later - earlier).total_seconds() if point.interval_ms is None else point.interval_ms / 1000
+        for earlier, later, point in zip(times, times[1:], points[1:])
+    ]
     return go.Scatter(x=times[1:], y=gaps, mode="lines+markers", name="batch interval", line={"color": "#5cb85c"})
 
 
@@ -147,11 +167,12 @@ class StatePoint:
     cache_misses: int | None
 
 
-def state_metrics_figure(points: Iterable[StatePoint]) -> go.Figure:
+def state_metrics_figure(points: Iterable[StatePoint], *, bucket_width: int = 1) -> go.Figure:
     """Per stateful operator over batches: rows in state, memoryUsedBytes, and the cache hit ratio.
 
     The hit ratio is the HDFS provider's loadedMapCacheHitCount / (hits + misses) of each batch;
-    a miss means a version was loaded from files (a restart, a rebalanced partition).
+    a miss means a version was loaded from files (a restart, a rebalanced partition). A
+    ``bucket_width`` above 1 says the points are the min/max of every that many batches.
     """
     by_operator: dict[str, list[StatePoint]] = {}
     for point in points:
@@ -170,6 +191,7 @@ def state_metrics_figure(points: Iterable[StatePoint]) -> go.Figure:
     figure.update_layout(height=620, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"})
     figure.update_xaxes(title_text="batch id", row=3, col=1)
     figure.update_yaxes(range=[0, 1.05], row=3, col=1)
+    _say_if_downsampled(figure, bucket_width)
     return figure
 
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from workers import tasks
 
+from ..batch_pages import BatchPageRequest, read_batch_page
+from ..chart_series import BatchRange, state_metrics_series, timeline_series
 from ..charts import (
     InventoryPoint,
     PartitionPoint,
-    StatePoint,
-    TimelinePoint,
     batch_timeline_figure,
     compact_size_figure,
     inventory_growth_figure,
@@ -25,8 +24,6 @@ from ..charts import (
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..forms import CheckpointForm
 from ..models import (
-    CACHE_HITS,
-    CACHE_MISSES,
     Batch,
     BatchProgress,
     Checkpoint,
@@ -35,9 +32,9 @@ from ..models import (
     StateOperatorMetrics,
     StatePartition,
     StateSample,
+    StateScan,
 )
 
-BATCHES_PER_PAGE = 50
 RECENT_SYNC_RUNS = 10
 # Batches whose start times give the trigger interval of the compaction projection.
 TRIGGER_SAMPLE_BATCHES = 200
@@ -65,6 +62,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         "checkpoint": checkpoint,
         **_health_context(checkpoint),
         **_batch_page_context(request, checkpoint),
+        "chart_range": BatchRange.from_query(request.GET),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),
@@ -91,9 +89,9 @@ def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 @login_required
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
-    rows = checkpoint.batches.for_timeline().values_list("batch_id", "timestamp_ms", "watermark_ms", "is_committed")
+    series = timeline_series(checkpoint, BatchRange.from_query(request.GET))
     interval = checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
-    figure = batch_timeline_figure((TimelinePoint(*row) for row in rows), sink_compact_interval=interval)
+    figure = batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width)
     return HttpResponse(figure.to_json(), content_type="application/json")
 
 
@@ -117,11 +115,9 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
 @login_required
 def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
-    rows = StateOperatorMetrics.objects.for_chart(checkpoint.query_id).values_list(
-        "progress__batch_id", "operator_index", "operator_name", "num_rows_total", "memory_used_bytes", "custom_metrics"
-    )
-    points = (StatePoint(*row[:5], row[5].get(CACHE_HITS), row[5].get(CACHE_MISSES)) for row in rows)
-    return HttpResponse(state_metrics_figure(points).to_json(), content_type="application/json")
+    series = state_metrics_series(checkpoint, BatchRange.from_query(request.GET))
+    figure = state_metrics_figure(series.points, bucket_width=series.bucket_width)
+    return HttpResponse(figure.to_json(), content_type="application/json")
 
 
 @login_required
@@ -213,8 +209,8 @@ def _health_context(checkpoint: Checkpoint) -> dict:
 
 
 def _batch_page_context(request: HttpRequest, checkpoint: Checkpoint) -> dict:
-    paginator = Paginator(checkpoint.batches.for_table(), BATCHES_PER_PAGE)
-    return {"batch_page": paginator.get_page(request.GET.get("page"))}
+    page_request = BatchPageRequest.from_query(request.GET)
+    return {"batch_page": read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)}
 
 
 def _metadata_log_context(checkpoint: Checkpoint) -> dict:
@@ -246,4 +242,8 @@ def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | No
 
 def _state_context(checkpoint: Checkpoint) -> dict:
     partitions = checkpoint.state_partitions.for_panel()
-    return {"state_partitions": partitions, "state_stores": partitions.store_totals()}
+    return {
+        "state_partitions": partitions,
+        "state_stores": partitions.store_totals(),
+        "state_scan": StateScan.objects.latest_for(checkpoint),
+    }

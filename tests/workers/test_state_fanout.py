@@ -132,3 +132,17 @@ def test_partitions_are_cut_into_ordered_chunks_without_repeats(partitions, size
     # Two stores of one partition (a join) are one pair.
     summaries = [Summary(p, store) for p in reversed(range(partitions)) for store in ("left", "right")]
     assert partition_chunks(summaries, size) == expected
+
+
+def test_the_query_page_shows_the_scan_s_progress(wide_checkpoint, settings, viewer_client):
+    from django.urls import reverse
+
+    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS = 2, 2
+    checkpoint, _ = wide_checkpoint("shown", 4)
+    sync_checkpoint(checkpoint.pk)
+    first = StateScanChunk.objects.filter(scan__checkpoint=checkpoint).order_by("index").first()
+    count_state_chunk(first.pk)
+
+    page = viewer_client.get(reverse("dashboards:checkpoint-detail", args=[checkpoint.pk])).content.decode()
+
+    assert 'id="state-scan"' in page and "1 of 2 chunks done" in page
