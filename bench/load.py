@@ -230,7 +230,7 @@ def main() -> None:
     celery = [sys.executable, "-m", "celery", "-A", "ckptweb"]
     processes = [_start([*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")], env, args.workdir / "beat.log")]
     for number in range(args.workers):
-        command = [*celery, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", f"-n", f"load{number}@%h"]
+        command = [*celery, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", "-n", f"load{number}@%h"]
         processes.append(_start(command, env, args.workdir / f"worker{number}.log"))
     gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers)]
     processes.append(_start(gunicorn, env, args.workdir / "gunicorn.log"))

@@ -1,9 +1,8 @@
-"""Sending Celery tasks from a view: a broker that does not answer must not turn into a 500.
+"""Sending Celery tasks from the web process: a broker that does not answer must not turn into a 500.
 
-What the task is for is stored first (a maintenance run, or nothing for a sync that beat sends
-anyway); the message goes out once the transaction commits. When the broker cannot be reached
-the user is told so, and celery beat's periodic tasks pick the work up once it is back
-(resume-interrupted-maintenance re-sends lost plan and run tasks; syncs are periodic).
+What the task is for is stored first (a maintenance run, a state sample; nothing for a sync that
+beat sends anyway); the message goes out once the transaction commits. When the broker cannot be
+reached the send is logged and, from a view, the user is told what happens next.
 """
 from __future__ import annotations
 
@@ -18,20 +17,28 @@ from kombu.exceptions import KombuError, OperationalError
 logger = logging.getLogger(__name__)
 
 BROKER_ERRORS = (OperationalError, KombuError, OSError)
+# What the user reads after "the task broker did not answer", by who sends the work again.
+RESENT_BY_BEAT = "it will be sent again automatically once the broker is back."
+PERIODIC_SYNC = "the periodic sync runs once the broker is back."
+ASK_AGAIN = "ask again once the broker is back."
 
 
-def enqueue_on_commit(request: HttpRequest, task: Task, *args, what: str) -> None:
+def send_task(task: Task, *args) -> Exception | None:
+    """Send ``task(*args)`` now; return the broker's error instead of raising it (logged)."""
+    try:
+        task.apply_async(args=args)
+    except BROKER_ERRORS as exc:
+        logger.warning("task %s%r not sent: the broker did not answer: %s", task.name, args, exc)
+        return exc
+    return None
+
+
+def enqueue_on_commit(request: HttpRequest, task: Task, *args, what: str, afterwards: str = RESENT_BY_BEAT) -> None:
     """Send ``task(*args)`` after the current transaction commits; warn the user if the broker is down."""
 
     def send() -> None:
-        try:
-            task.apply_async(args=args)
-        except BROKER_ERRORS as exc:
-            logger.warning("task %s%r not sent: the broker did not answer: %s", task.name, args, exc)
-            messages.warning(
-                request,
-                f"{what} is recorded, but the task broker did not answer ({type(exc).__name__}): "
-                "it will be sent again automatically once the broker is back.",
-            )
+        error = send_task(task, *args)
+        if error is not None:
+            messages.warning(request, f"{what} is recorded, but the task broker did not answer ({type(error).__name__}): {afterwards}")
 
     transaction.on_commit(send)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -66,3 +67,22 @@ def wait_for(predicate, what: str, *, timeout: float = WORKER_TIMEOUT_SECONDS):
             return result
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (for a server a test starts itself)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Periodically:
+    """Call ``action`` at most once every ``seconds`` when asked, as celery beat sends a periodic task."""
+
+    def __init__(self, seconds: float, action) -> None:
+        self.seconds, self.action, self.last = seconds, action, None
+
+    def __call__(self) -> None:
+        if self.last is None or time.monotonic() - self.last >= self.seconds:
+            self.action()
+            self.last = time.monotonic()

@@ -170,10 +170,6 @@ class Checkpoint(models.Model):
 
 
 class BatchQuerySet(models.QuerySet):
-    def for_timeline(self) -> BatchQuerySet:
-        """Batches oldest first, only the columns the timeline chart plots."""
-        return self.order_by("batch_id").only("batch_id", "timestamp_ms", "watermark_ms", "is_committed")
-
     def for_table(self) -> BatchQuerySet:
         return self.order_by("-batch_id")
 

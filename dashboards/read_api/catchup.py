@@ -7,7 +7,6 @@ for, and by the time the mark expires the periodic sync has come round regardles
 """
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 
 from django.core.cache import cache
@@ -16,9 +15,8 @@ from django.db import transaction
 from workers import tasks
 
 from ..models import Checkpoint
-from ..queueing import BROKER_ERRORS
+from ..queueing import send_task
 
-logger = logging.getLogger(__name__)
 
 
 def catch_up_key(checkpoint_id: int) -> str:
@@ -32,13 +30,6 @@ def request_catch_up(checkpoint: Checkpoint, *, now: datetime) -> bool:
         return False
     if not cache.add(catch_up_key(checkpoint.pk), now.isoformat(), timeout=checkpoint.sync_interval_seconds):
         return False
-    transaction.on_commit(lambda: _send_sync(checkpoint.pk))
+    # A broker outage must not fail a read: send_task logs it, and the periodic sync catches up later.
+    transaction.on_commit(lambda: send_task(tasks.sync_checkpoint, checkpoint.pk))
     return True
-
-
-def _send_sync(checkpoint_id: int) -> None:
-    # A broker outage must not fail a read: the periodic sync that beat sends catches up later.
-    try:
-        tasks.sync_checkpoint.apply_async(args=(checkpoint_id,))
-    except BROKER_ERRORS as exc:
-        logger.warning("catch-up sync of checkpoint %s not sent: the broker did not answer: %s", checkpoint_id, exc)

@@ -24,7 +24,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from ..models import BatchProgress, Checkpoint
-from ..views.pages import _get_checkpoint_for_user
+from ..views.pages import get_checkpoint_for_user
 from .catchup import request_catch_up
 from .paging import FreshnessParams, PageParams, read_keyset_page
 from .serializers import (
@@ -83,7 +83,7 @@ class CheckpointDetail(APIView):
         responses=inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}),
     )
     def get(self, request: Request, checkpoint_id: int) -> Response:
-        checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+        checkpoint = get_checkpoint_for_user(request, checkpoint_id)
         freshness = answer_freshness(checkpoint, read_params(request, FreshnessParams).get("known_latest_batch"))
         body = {**freshness.as_json(), "checkpoint": CheckpointSerializer(checkpoint).data}
         return Response(body, headers=freshness.as_headers())
@@ -105,7 +105,7 @@ class CheckpointRowsView(APIView):
         return getattr(checkpoint, self.related_name).all()
 
     def get(self, request: Request, checkpoint_id: int) -> Response:
-        checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+        checkpoint = get_checkpoint_for_user(request, checkpoint_id)
         params = read_params(request)
         freshness = answer_freshness(checkpoint, params.get("known_latest_batch"))
         page = read_keyset_page(self.rows(checkpoint), key=self.key, params=params)

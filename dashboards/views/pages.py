@@ -23,6 +23,7 @@ from ..charts import (
 )
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..forms import CheckpointForm
+from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from ..models import (
     Batch,
     BatchProgress,
@@ -40,7 +41,7 @@ RECENT_SYNC_RUNS = 10
 TRIGGER_SAMPLE_BATCHES = 200
 
 
-def _get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
+def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
     """Every signed-in user may view every checkpoint; per-team visibility would go here."""
     return get_object_or_404(Checkpoint.objects.select_related("query"), pk=checkpoint_id)
 
@@ -57,7 +58,7 @@ def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     context = {
         "checkpoint": checkpoint,
         **_health_context(checkpoint),
@@ -74,21 +75,21 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 
 @login_required
 def checkpoint_health_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     context = {"checkpoint": checkpoint, **_health_context(checkpoint)}
     return render(request, "dashboards/partials/checkpoint_health.html", context)
 
 
 @login_required
 def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     context = {"checkpoint": checkpoint, **_batch_page_context(request, checkpoint)}
     return render(request, "dashboards/partials/batch_table.html", context)
 
 
 @login_required
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     series = timeline_series(checkpoint, BatchRange.from_query(request.GET))
     interval = checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
     figure = batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width)
@@ -97,7 +98,7 @@ def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespon
 
 @login_required
 def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
     sizes = _compact_sizes(log)
     figure = compact_size_figure(sizes, _outlook(log, sizes, _trigger_seconds(checkpoint)))
@@ -106,7 +107,7 @@ def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) ->
 
 @login_required
 def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     rows = DirectoryInventory.objects.growth_for(checkpoint).values_list("taken_at", "path", "size_bytes", "files")
     figure = inventory_growth_figure(InventoryPoint(*row) for row in rows)
     return HttpResponse(figure.to_json(), content_type="application/json")
@@ -114,7 +115,7 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
 
 @login_required
 def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     series = state_metrics_series(checkpoint, BatchRange.from_query(request.GET))
     figure = state_metrics_figure(series.points, bucket_width=series.bucket_width)
     return HttpResponse(figure.to_json(), content_type="application/json")
@@ -122,7 +123,7 @@ def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
 
 @login_required
 def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     points = [
         PartitionPoint(f"{p.operator}/{p.store}/{p.partition}", p.rows, p.bytes_on_disk, p.delta_chain, p.snapshot_age)
         for p in checkpoint.state_partitions.for_panel()
@@ -132,7 +133,7 @@ def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
 
 @login_required
 def state_partition_detail(request: HttpRequest, checkpoint_id: int, partition_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
     context = {"checkpoint": checkpoint, "partition": partition, "sample": partition.samples.first()}
     template = "dashboards/partials/state_sample.html" if request.headers.get("HX-Request") else "dashboards/state_partition.html"
@@ -142,21 +143,21 @@ def state_partition_detail(request: HttpRequest, checkpoint_id: int, partition_i
 @login_required
 @require_POST
 def state_partition_sample(request: HttpRequest, checkpoint_id: int, partition_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
     version = partition.rows_version or partition.latest_version
     if version is None:
         messages.error(request, "This partition has no state version to decode.")
     else:
         sample = StateSample.objects.create(partition=partition, version=version)
-        tasks.sample_state_partition.delay_on_commit(sample.pk)
+        enqueue_on_commit(request, tasks.sample_state_partition, sample.pk, what="The request", afterwards=ASK_AGAIN)
         messages.info(request, f"Decoding rows of version {version}; they appear below when the worker is done.")
     return redirect("dashboards:state-partition", checkpoint.pk, partition.pk)
 
 
 @login_required
 def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     batch = get_object_or_404(Batch, checkpoint=checkpoint, batch_id=batch_id)
     progress = BatchProgress.objects.for_batch(checkpoint.query_id, batch_id)
     context = {"checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress}
@@ -169,7 +170,7 @@ def checkpoint_create(request: HttpRequest) -> HttpResponse:
     form = CheckpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         checkpoint = form.save()
-        tasks.sync_checkpoint.delay_on_commit(checkpoint.pk)
+        enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
         messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
         return redirect(checkpoint)
     return render(request, "dashboards/checkpoint_form.html", {"form": form})
@@ -178,7 +179,7 @@ def checkpoint_create(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required("dashboards.change_checkpoint", raise_exception=True)
 def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     form = CheckpointForm(request.POST or None, instance=checkpoint)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -190,8 +191,8 @@ def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def checkpoint_sync(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = _get_checkpoint_for_user(request, checkpoint_id)
-    tasks.sync_checkpoint.delay_on_commit(checkpoint.pk)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The request", afterwards=PERIODIC_SYNC)
     messages.info(request, f"Sync of {checkpoint.name} queued.")
     return redirect(checkpoint)
 

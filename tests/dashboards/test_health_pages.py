@@ -131,16 +131,15 @@ def test_query_page_shows_the_state_stores_and_their_heatmap(viewer_client, sync
     assert sum(rows) == report["progress"][-1]["stateOperators"][0]["numRowsTotal"]
 
 
-def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(viewer_client, synced_agg, eager_celery):
+def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(
+    viewer_client, synced_agg, eager_celery, django_capture_on_commit_callbacks
+):
     from dashboards.models import StatePartition
 
     partition = StatePartition.objects.get(checkpoint=synced_agg, partition=0)
     url = reverse("dashboards:state-partition-sample", args=[synced_agg.pk, partition.pk])
-    with pytest.MonkeyPatch.context() as patch:
-        # delay_on_commit waits for a commit that the test transaction never makes.
-        from workers import tasks
-
-        patch.setattr(tasks.sample_state_partition, "delay_on_commit", tasks.sample_state_partition.delay)
+    # The task is sent on commit, which the test transaction only makes inside this block.
+    with django_capture_on_commit_callbacks(execute=True):
         response = viewer_client.post(url)
     assert response.status_code == 302
 

@@ -7,7 +7,6 @@ data directory; it never talks to a system Prometheus.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from fixture_paths import REPO_DIR
+from worker_process import free_port
 from prometheus.scenario import DEDUP, KILLED, expected_batch_figures, files_on_disk, register_synced_fixture
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.django_db(transaction=True)]
@@ -25,12 +25,6 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.django_db(transaction=True)]
 DOCS = REPO_DIR / "docs" / "prometheus"
 TOKEN = "scrape-token-for-the-test"
 WAIT_SECONDS = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _write_config(directory: Path, target: str) -> Path:
@@ -51,7 +45,7 @@ def _write_config(directory: Path, target: str) -> Path:
 def prometheus(prometheus_binary, live_server, settings, tmp_path):
     """Start prometheus scraping the live server; yield a function that runs an instant query."""
     settings.METRICS_TOKEN = TOKEN
-    port = _free_port()
+    port = free_port()
     config = _write_config(tmp_path, urllib.parse.urlsplit(live_server.url).netloc)
     log = (tmp_path / "prometheus.log").open("w")
     process = subprocess.Popen(

@@ -1,24 +1,17 @@
 """An S3 endpoint on loopback: moto's server mode, which speaks the real S3 protocol over HTTP."""
 from __future__ import annotations
 
-import socket
-
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
+from worker_process import free_port
 
 BUCKET = "ckpt"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def moto_endpoint() -> str:
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     yield f"http://127.0.0.1:{port}"

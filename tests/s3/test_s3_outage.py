@@ -15,9 +15,9 @@ from bench.checkpoint_history import read_template, write_batches
 from dashboards.models import SyncRun
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from worker_process import free_port
 from workers.sync import sync_checkpoint
 
-from .conftest import _free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def restartable_s3(checkpoint_roots, monkeypatch, settings):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

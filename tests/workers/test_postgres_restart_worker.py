@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +20,10 @@ import pytest
 
 from bench.checkpoint_history import read_template, write_batches
 from fixture_paths import REPO_DIR
-from worker_process import celery_worker, redis_url_or_skip, wait_for
+from worker_process import Periodically, celery_worker, free_port, redis_url_or_skip, wait_for
 from workers import tasks
 
 pytestmark = [pytest.mark.worker]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -83,7 +76,7 @@ def cluster():
     if shutil.which("runuser") is None and os.geteuid() == 0:
         pytest.skip("runuser is needed to run initdb as root")
     directory = Path(tempfile_dir()) / "cluster"
-    cluster = PrivateCluster(directory, _free_port())
+    cluster = PrivateCluster(directory, free_port())
     cluster.create()
     cluster.start()
     yield cluster
@@ -117,12 +110,10 @@ def test_syncs_resume_after_postgresql_restarts_and_nothing_written_meanwhile_is
         queue,
         process,
     ):
-        last_sent = [0.0]
+        beat = Periodically(0.5, lambda: tasks.sync_checkpoint.apply_async(args=[checkpoint_id], queue=queue))
 
         def synced_to(latest: int) -> bool:
-            if time.monotonic() - last_sent[0] >= 0.5:
-                tasks.sync_checkpoint.apply_async(args=[checkpoint_id], queue=queue)
-                last_sent[0] = time.monotonic()
+            beat()
             return cluster.latest_batch_id() == latest
 
         wait_for(lambda: synced_to(99), "the first sync", timeout=60)

@@ -18,16 +18,10 @@ from kombu.exceptions import OperationalError
 from bench.checkpoint_history import read_template, write_batches
 from ckptweb.celery import app
 from factories import make_checkpoint
-from worker_process import celery_worker, redis_url_or_skip, wait_for
+from worker_process import Periodically, celery_worker, free_port, redis_url_or_skip, wait_for
 from workers import tasks
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PrivateRedis:
@@ -61,7 +55,7 @@ def private_redis():
     redis_url_or_skip()  # the PostgreSQL + Redis leg only
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    redis = PrivateRedis(_free_port())
+    redis = PrivateRedis(free_port())
     redis.start()
     yield redis
     if redis.process.poll() is None:
@@ -85,12 +79,10 @@ def test_syncs_resume_after_redis_restarts_and_nothing_written_meanwhile_is_miss
     settings_env = {"CKPTWEB_SYNC_LEASE_SECONDS": "5"}
 
     with celery_worker(private_redis.url, checkpoint_roots, env=settings_env) as (queue, process):
-        last_sent = [0.0]
+        beat = Periodically(0.5, lambda: _beat_sends_sync(private_redis.url, queue, checkpoint.pk))
 
         def current(latest: int):
-            if time.monotonic() - last_sent[0] >= 0.5:
-                _beat_sends_sync(private_redis.url, queue, checkpoint.pk)
-                last_sent[0] = time.monotonic()
+            beat()
             checkpoint.refresh_from_db()
             return checkpoint.latest_batch_id == latest
 

@@ -12,7 +12,7 @@ import pytest
 
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
-from state_partitions_copy import WINDOWED_AGG, widen_state
+from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
 from workers.state_fanout import count_state_chunk, partition_chunks
 from workers.sync import sync_checkpoint
 
@@ -30,7 +30,7 @@ def _rows_by_partition(checkpoint) -> dict[tuple[int, int, str], tuple]:
 def wide_checkpoint(copy_checkpoint):
     def make(name: str, partitions: int):
         directory = copy_checkpoint(WINDOWED_AGG, name)
-        return make_checkpoint(name=name, url=str(directory)), widen_state(directory, partitions)
+        return make_checkpoint(name=name, url=str(directory)), write_state_partitions(directory, partitions)
 
     return make
 

@@ -11,7 +11,7 @@ import pytest
 
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
-from state_partitions_copy import WINDOWED_AGG, widen_state
+from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
 from worker_process import celery_worker, redis_url_or_skip, wait_for
 from workers import tasks
 from workers.sync import sync_checkpoint
@@ -32,7 +32,7 @@ def test_a_thousand_partitions_are_counted_by_two_workers_and_joined(copy_checkp
     assert expected and None not in expected.values()
 
     directory = copy_checkpoint(WINDOWED_AGG, "wide")
-    sources = widen_state(directory, PARTITIONS)
+    sources = write_state_partitions(directory, PARTITIONS)
     checkpoint = make_checkpoint(name="wide", url=str(directory))
     state_queue = f"ckptweb-test-state-{uuid.uuid4().hex[:8]}"
     env = {

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
 from bench.checkpoint_history import read_template, write_batches
 from dashboards.models import Batch, SyncRun
 from factories import make_checkpoint
-from worker_process import celery_worker, redis_url_or_skip, wait_for
+from worker_process import Periodically, celery_worker, redis_url_or_skip, wait_for
 from workers import tasks
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -41,12 +40,10 @@ def test_a_sync_killed_between_chunks_is_finished_by_the_next_one(checkpoint_roo
     with celery_worker(redis_url, checkpoint_roots, env=env) as (queue, _):
         # Periodic syncs, as beat sends them (here every second): those that come while the dead
         # worker's lease holds are skipped; the first after it expires takes over.
-        sent = []
+        beat = Periodically(1, lambda: tasks.sync_checkpoint.apply_async(args=[checkpoint.pk], queue=queue))
 
         def sync_again():
-            if not sent or time.monotonic() - sent[-1] >= 1:
-                tasks.sync_checkpoint.apply_async(args=[checkpoint.pk], queue=queue)
-                sent.append(time.monotonic())
+            beat()
             return SyncRun.objects.filter(checkpoint=checkpoint, status=SyncRun.Status.OK).first()
 
         finished = wait_for(sync_again, "a sync after the lease expired", timeout=180)
