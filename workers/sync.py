@@ -18,6 +18,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
@@ -216,29 +217,32 @@ def _uncommitted_batch_ids(checkpoint: Checkpoint, commit_ids: set[int]) -> set[
     return set(rows.values_list("batch_id", flat=True))
 
 
-def _batch_row(checkpoint: Checkpoint, batch_id: int, offset_seq: OffsetSeq, commit: CommitMetadata | None) -> Batch:
+def _batch_row(checkpoint: Checkpoint, batch_id: int, offset_seq: OffsetSeq, commit: CommitMetadata | None) -> dict[str, Any]:
+    """The column values of a new Batch row (see BatchQuerySet.insert_rows)."""
     metadata = offset_seq.metadata
-    batch = Batch(
-        checkpoint=checkpoint,
-        batch_id=batch_id,
-        offset_log_version=offset_seq.version,
-        timestamp_ms=metadata.batch_timestamp_ms if metadata else 0,
-        watermark_ms=metadata.batch_watermark_ms if metadata else 0,
-        conf=dict(metadata.conf) if metadata else {},
-        sources=list(offset_seq.offsets),
-        source_ids=list(offset_seq.source_ids) if offset_seq.source_ids is not None else None,
-    )
+    row = {
+        "checkpoint_id": checkpoint.pk,
+        "batch_id": batch_id,
+        "offset_log_version": offset_seq.version,
+        "timestamp_ms": metadata.batch_timestamp_ms if metadata else 0,
+        "watermark_ms": metadata.batch_watermark_ms if metadata else 0,
+        "conf": dict(metadata.conf) if metadata else {},
+        "sources": list(offset_seq.offsets),
+        "source_ids": list(offset_seq.source_ids) if offset_seq.source_ids is not None else None,
+    }
     if commit is not None:
-        _apply_commit(batch, commit)
-    return batch
+        row.update(_commit_columns(commit))
+    return row
 
 
-def _apply_commit(batch: Batch, commit: CommitMetadata) -> None:
-    batch.is_committed = True
-    batch.commit_log_version = commit.version
-    batch.next_batch_watermark_ms = commit.next_batch_watermark_ms
+def _commit_columns(commit: CommitMetadata) -> dict[str, Any]:
     extra = {"stateUniqueIds": commit.state_unique_ids, "sinkMetadataMap": commit.sink_metadata}
-    batch.commit_metadata = {key: value for key, value in extra.items() if value} or None
+    return {
+        "is_committed": True,
+        "commit_log_version": commit.version,
+        "next_batch_watermark_ms": commit.next_batch_watermark_ms,
+        "commit_metadata": {key: value for key, value in extra.items() if value} or None,
+    }
 
 
 @transaction.atomic
@@ -266,14 +270,12 @@ def _store_findings(
 
 def _store_batches(checkpoint: Checkpoint, new_offsets: dict[int, OffsetSeq], new_commits: dict[int, CommitMetadata]) -> None:
     """Insert the new batches; mark the known ones whose commit arrived late."""
-    Batch.objects.bulk_create(
-        (_batch_row(checkpoint, batch_id, offset_seq, new_commits.get(batch_id)) for batch_id, offset_seq in sorted(new_offsets.items())),
-        batch_size=1000,
+    Batch.objects.insert_rows(
+        _batch_row(checkpoint, batch_id, offset_seq, new_commits.get(batch_id)) for batch_id, offset_seq in sorted(new_offsets.items())
     )
     late_commits = {b: c for b, c in new_commits.items() if b not in new_offsets}
-    for batch in checkpoint.batches.filter(batch_id__in=late_commits):
-        _apply_commit(batch, late_commits[batch.batch_id])
-        batch.save(update_fields=["is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata"])
+    for batch_id in checkpoint.batches.filter(batch_id__in=late_commits).values_list("batch_id", flat=True):
+        checkpoint.batches.filter(batch_id=batch_id).update(**_commit_columns(late_commits[batch_id]))
 
 
 def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError], now: datetime) -> None:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .compactible import next_compaction_batch_id
@@ -138,14 +138,13 @@ class CheckpointFacts:
     sink_listing: TreeListing | None = None
     # When the listing was taken (epoch seconds): tells a write in progress from a leftover.
     observed_at: float | None = None
+    # The batch ids listed in offsets/ and commits/, worked out once: the checks ask for them often.
+    offset_ids: list[int] = field(init=False)
+    commit_ids: list[int] = field(init=False)
 
-    @property
-    def offset_ids(self) -> list[int]:
-        return list_batch_ids(self.listing, OFFSETS_DIR)  # type: ignore[arg-type]
-
-    @property
-    def commit_ids(self) -> list[int]:
-        return list_batch_ids(self.listing, COMMITS_DIR)  # type: ignore[arg-type]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offset_ids", list_batch_ids(self.listing, OFFSETS_DIR))  # type: ignore[arg-type]
+        object.__setattr__(self, "commit_ids", list_batch_ids(self.listing, COMMITS_DIR))  # type: ignore[arg-type]
 
     def value_of(self, path: str) -> Any:
         """The parsed value of a file that was read, or None."""

@@ -19,7 +19,7 @@ import json
 import re
 import reprlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, AnyStr
 
 from .errors import CorruptFileError, IncompleteLogFileError, UnsupportedVersionError
 
@@ -54,20 +54,29 @@ def parse_log_file(data: bytes, *, source: str, max_version: int) -> LogFile:
     """
     if not data:
         raise IncompleteLogFileError(source)
-    pieces = _split_lines(data)
-    lines = tuple(decode_text(piece, source=source, offset=start) for start, piece in pieces)
+    if data.isascii():
+        # Spark's usual logs: one decode, and a character offset is the byte offset.
+        pieces = _split_lines(data.decode("ascii"))
+        lines = tuple(piece for _, piece in pieces)
+    else:
+        pieces = _split_lines(data)
+        lines = tuple(decode_text(piece, source=source, offset=start) for start, piece in pieces)
     version = _parse_version(lines[0], source=source, max_version=max_version)
     return LogFile(version, lines[1:], tuple(start for start, _ in pieces[1:]))
 
 
-def _split_lines(data: bytes) -> list[tuple[int, bytes]]:
-    """Split on b"\\n" like Scala's getLines: one trailing newline ends the last line."""
-    pieces = data.split(b"\n")
-    if len(pieces) > 1 and pieces[-1] == b"":
+def _split_lines(data: AnyStr) -> list[tuple[int, AnyStr]]:
+    """Split on "\\n" like Scala's getLines: one trailing newline ends the last line.
+
+    Offsets count the items of ``data``: bytes, or the characters of ASCII text.
+    """
+    newline, carriage_return = ("\n", "\r") if isinstance(data, str) else (b"\n", b"\r")
+    pieces = data.split(newline)
+    if len(pieces) > 1 and not pieces[-1]:
         pieces.pop()
     result, start = [], 0
     for piece in pieces:
-        result.append((start, piece[:-1] if piece.endswith(b"\r") else piece))
+        result.append((start, piece[:-1] if piece.endswith(carriage_return) else piece))
         start += len(piece) + 1
     return result
 
@@ -116,7 +125,7 @@ def parse_json_value(text: str, site: JsonSite) -> Any:
     NaN and Infinity are refused: Spark's JSON writers never produce them.
     """
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise site.error(f"invalid JSON: {exc.msg}", offset=_byte_offset(site, text, exc.pos)) from None
     except (ValueError, RecursionError) as exc:
@@ -142,6 +151,10 @@ def _parse_int(digits: str) -> int:
     if len(digits) > _MAX_INT_DIGITS:
         raise ValueError(f"an integer of {len(digits)} digits")
     return int(digits)
+
+
+# One decoder for every document: json.loads with options builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_parse_int)
 
 
 def parse_json_object(text: str, site: JsonSite) -> dict[str, Any]:
