@@ -137,12 +137,65 @@ def test_the_timeline_series_keeps_what_the_reference_keeps_of_the_timed_batches
          "interval_ms": None if i == 0 else row["timestamp_ms"] - timed[i - 1]["timestamp_ms"]}
         for i, row in enumerate(timed)
     ]
-    width = bucket_width_for(6_000, len(TIMELINE_SHAPE.values))
+    width = _next_power_of_two(bucket_width_for(6_000, len(TIMELINE_SHAPE.values)))
     assert series.bucket_width == width > 1
-    assert [p.batch_id for p in series.points] == [r["batch_id"] for r in downsample_rows(reference, TIMELINE_SHAPE, width=width)]
+    _assert_reference_points_plus_one_end([p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=width))
     assert {p.batch_id for p in series.points if not p.is_committed} >= {
         min(r["batch_id"] for r in bucket) for bucket in _uncommitted_by_bucket(reference, width)
     }
+
+
+def _next_power_of_two(value: int) -> int:
+    power = 1
+    while power < value:
+        power *= 2
+    return power
+
+
+def _assert_reference_points_plus_one_end(drawn: list[int], reference_rows: list[dict]) -> None:
+    """The series draws what the reference keeps, in order, plus at most the settled part's last row."""
+    expected = [row["batch_id"] for row in reference_rows]
+    assert drawn == sorted(drawn)
+    assert set(expected) <= set(drawn)
+    assert len(set(drawn) - set(expected)) <= 1
+
+
+@pytest.mark.django_db
+def test_a_live_query_reuses_its_settled_buckets_and_reads_only_the_newest_ones():
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cache.clear()
+    rng = random.Random(11)
+    checkpoint = make_checkpoint()
+    clock, rows = 1_600_000_000_000, []
+    # 8,010 batches: buckets of 64, and batches 8,009 and 8,010 share one (every 64th new batch
+    # starts a bucket, and then the settled part grows by one bucket and is read again).
+    for batch_id in range(8_010):
+        clock += rng.choice([1_000, 1_000, 5_000, 600_000])
+        rows.append({"batch_id": batch_id, "timestamp_ms": clock, "is_committed": batch_id < 8_009})
+    _store(rows, checkpoint)
+    timeline_series(checkpoint, BatchRange())  # fills the cache with the settled buckets
+
+    # The running query commits its last batch and plans one more, as Spark does.
+    Batch.objects.filter(checkpoint=checkpoint, batch_id=8_009).update(is_committed=True)
+    _store([{"batch_id": 8_010, "timestamp_ms": clock + 1_000, "is_committed": False}], checkpoint)
+    rows[-1]["is_committed"] = True
+    rows.append({"batch_id": 8_010, "timestamp_ms": clock + 1_000, "is_committed": False})
+    with CaptureQueriesContext(connection) as queries:
+        series = timeline_series(checkpoint, BatchRange())
+
+    downsampling = [q["sql"] for q in queries.captured_queries if "ds_bucket" in q["sql"]]
+    assert len(downsampling) == 1, "only the newest buckets are read again"
+    reference = [
+        {"batch_id": row["batch_id"], "watermark_ms": 0, "committed_flag": int(row["is_committed"]),
+         "interval_ms": None if i == 0 else row["timestamp_ms"] - rows[i - 1]["timestamp_ms"]}
+        for i, row in enumerate(rows)
+    ]
+    _assert_reference_points_plus_one_end([p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=series.bucket_width))
+    intervals = {p.batch_id: p.interval_ms for p in series.points}
+    assert all(intervals[row["batch_id"]] == row["interval_ms"] for row in reference if row["batch_id"] in intervals)
 
 
 def _uncommitted_by_bucket(rows: list[dict], width: int) -> list[list[dict]]:
