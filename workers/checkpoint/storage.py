@@ -351,6 +351,27 @@ class CheckpointStorage:
         except (FileNotFoundError, *_BACKEND_ERRORS):
             pass  # nothing was written, or the temporary file is already gone
 
+    def stamp(self, relpath: str) -> float | None:
+        """Create an empty file, read the modification time the storage gave it, and delete it.
+
+        This is how the storage's clock is read (``maintenance.clock``). Returns None when the
+        storage keeps no modification times. The file is removed even when reading it fails.
+        """
+        path = self._path(relpath)
+        self.calls.write += 1
+        try:
+            self._write_file(path, b"")
+            if self._is_local:
+                return os.stat(path).st_mtime
+            self.calls.info += 1
+            self._fs.invalidate_cache(path)
+            return _mtime_seconds(self._fs.info(path))
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath, "cannot write a probe file", exc) from exc
+        finally:
+            self.calls.delete += 1
+            self._discard(path)
+
     def delete(self, relpath: str) -> bool:
         """Delete one file; return False when it did not exist (deleting twice is harmless)."""
         path = self._path(relpath)

@@ -147,6 +147,16 @@ def test_a_query_that_wrote_a_batch_recently_fails_query_stopped(tmp_path):
     assert plan.is_allowed(overrides={"query-stopped"})
 
 
+def test_a_batch_dated_after_the_storages_clock_makes_the_time_since_the_last_batch_unknown(tmp_path):
+    # A writer that stamps its own files (a client over NFS, a copy that kept its times) an hour ahead.
+    root = write_logs(tmp_path, range(5), range(4))
+    write_logs(tmp_path, [], [4], mtime=time.time() + 3600)
+    _, plan = purge(root, keep_batches=1, now=time.time())
+    [failed] = plan.failed_preconditions()
+    assert failed.name == "query-stopped" and failed.detail.startswith("commits/")  # batch 4's commit or its CRC
+    assert "is dated 3600 s after the storage's clock" in failed.detail
+
+
 def test_a_hole_that_was_already_there_is_reported_but_not_blamed_on_the_plan(tmp_path):
     root = write_logs(tmp_path, [0, 1, 2, 3, 4, 5, 7], range(8))
     _, plan = purge(root, keep_batches=3)

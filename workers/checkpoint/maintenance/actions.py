@@ -7,12 +7,14 @@ it (``log="sink"``) takes the sink's storage as well.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, sink_log_location
 from ..storage import CheckpointStorage
 from . import cleanup, compaction, purge, snapshot
+from .clock import storage_now
 from .execute import AppliedPlan, StepHook
 from .plan import MaintenancePlan
 
@@ -31,20 +33,29 @@ def plan_action(
     sink_storage: CheckpointStorage | None = None,
     compact_interval: int = DEFAULT_COMPACT_INTERVAL,
 ) -> MaintenancePlan:
-    """Plan ``action`` with the request's ``parameters`` on the checkpoint in ``storage``."""
-    options = {**parameters, "now": now, "quiet_seconds": quiet_seconds}
+    """Plan ``action`` with the request's ``parameters`` on the checkpoint in ``storage``.
+
+    ``now`` is this worker's clock; the plan measures ages on the clock of the storages it
+    judges, read first (``clock.storage_now``), and says so in its notes.
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown maintenance action {action!r}; expected one of {', '.join(ACTIONS)}")
+    options = {**parameters, "quiet_seconds": quiet_seconds}
+    log_storage, log_dir = (
+        _log_location(options.pop("log", None), storage, sink_storage) if action == "compact" else (storage, None)
+    )
+    options["now"], clock_notes = storage_now((storage, log_storage), now)
     if action == "purge":
-        return purge.plan_purge(storage, **options)
-    if action == "snapshot":
-        return snapshot.plan_snapshot(storage, **options)
-    if action == "cleanup":
-        return cleanup.plan_cleanup(storage, **options)
-    if action == "compact":
-        log_storage, log_dir = _log_location(options.pop("log", None), storage, sink_storage)
-        return compaction.plan_compaction(
+        plan = purge.plan_purge(storage, **options)
+    elif action == "snapshot":
+        plan = snapshot.plan_snapshot(storage, **options)
+    elif action == "cleanup":
+        plan = cleanup.plan_cleanup(storage, **options)
+    else:
+        plan = compaction.plan_compaction(
             log_storage, log_dir, checkpoint_storage=storage, compact_interval=compact_interval, **options
         )
-    raise ValueError(f"unknown maintenance action {action!r}; expected one of {', '.join(ACTIONS)}")
+    return dataclasses.replace(plan, notes=plan.notes + clock_notes)
 
 
 def apply_action(

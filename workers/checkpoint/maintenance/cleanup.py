@@ -126,7 +126,7 @@ def cleanup_plan_from_listings(
     for store in chosen:
         survey.add(store)
     preconditions = (
-        query_stopped([listings.offsets, listings.commits], now=now, quiet_seconds=quiet_seconds),
+        query_stopped(listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds),
         _committed_precondition(survey.committed),
         stores_exist(unknown),
         _provider_precondition(survey.refused),

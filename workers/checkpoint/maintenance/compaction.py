@@ -221,7 +221,7 @@ def expiry_plan_from_listings(
         "cleanup_delay_seconds": cleanup_delay_seconds,
         "quiet_seconds": quiet_seconds,
     }
-    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
     batches = _log_batches(log_listing)
     if not batches:
         return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to expire: {log_dir or 'the log'} has no batch file", planned_at=now)
@@ -352,7 +352,7 @@ def compaction_plan_from_listings(
         "retention_ms": retention_ms,
         "quiet_seconds": quiet_seconds,
     }
-    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
     target = compaction_target(log_listing, compact_interval)
     where = log_dir or "the log"
     if target is None:

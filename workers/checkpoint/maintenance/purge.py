@@ -101,7 +101,7 @@ def purge_plan_from_listings(
     if before_batch is not None and before_batch < 0:
         raise ValueError(f"before_batch must be a batch id (>= 0), got {before_batch}")
     parameters = {"keep_batches": keep_batches, "before_batch": before_batch, "quiet_seconds": quiet_seconds}
-    stopped = query_stopped([offsets, commits], now=now, quiet_seconds=quiet_seconds)
+    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
     logs = {OFFSETS_DIR: _batch_files(offsets), COMMITS_DIR: _batch_files(commits)}
     if not logs[COMMITS_DIR]:
         return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary="nothing to purge: no batch is committed yet", planned_at=now)

@@ -103,7 +103,7 @@ def snapshot_plan_from_listings(
     for store in chosen:
         survey.add(store, committed, version, min_chain)
     preconditions = (
-        query_stopped([listings.offsets, listings.commits], now=now, quiet_seconds=quiet_seconds),
+        query_stopped(listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds),
         _committed_precondition(committed, version),
         stores_exist(unknown),
         _provider_precondition(survey.rocksdb),
