@@ -89,3 +89,12 @@ def oncall_group(db):
     codenames = ("plan_maintenance", "run_maintenance", "approve_maintenance")
     group.permissions.add(*Permission.objects.filter(content_type__app_label="dashboards", codename__in=codenames))
     return group
+
+
+@pytest.fixture
+def oncall_client(client, django_user_model, oncall_group):
+    """A test client signed in as "olga", a member of the on-call group."""
+    user = django_user_model.objects.create_user("olga", password="oncall-password")
+    user.groups.add(oncall_group)
+    client.force_login(user)
+    return client

@@ -1,8 +1,10 @@
-"""A real Celery worker process on Redis and the test database, for tests whose behaviour depends on it."""
+"""A real Celery worker process on Redis and the test database, for tests whose behaviour depends on it;
+a private Redis to stop under it, and sends as celery beat makes them."""
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -12,7 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from celery import Task
 from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from fixture_paths import REPO_DIR
 
@@ -86,3 +90,77 @@ class Periodically:
         if self.last is None or time.monotonic() - self.last >= self.seconds:
             self.action()
             self.last = time.monotonic()
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free port (the machine's Redis serves other runs).
+
+    It keeps nothing on disk, so once stopped and started again it is empty: a broker restarted
+    without its data, every queued and unacknowledged message gone.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port, self.process = port, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        command = [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self._answers, "redis-server to accept connections", timeout=20)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as connection:
+                connection.sendall(b"PING\r\n")
+                return connection.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+
+@contextlib.contextmanager
+def private_redis_server() -> Iterator[PrivateRedis]:
+    """A started PrivateRedis for one test, stopped after it; a skip on the SQLite leg or without redis-server."""
+    redis_url_or_skip()  # the PostgreSQL + Redis leg only
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    redis = PrivateRedis(free_port())
+    redis.start()
+    try:
+        yield redis
+    finally:
+        if redis.process.poll() is None:
+            redis.stop()
+
+
+def send_as_beat(broker_url: str, queue: str, task: Task, *args) -> bool:
+    """Send ``task(*args)`` once, as celery beat would; False (logged by beat, not raised) while the broker is down."""
+    from ckptweb.celery import app
+
+    try:
+        with app.connection_for_write(broker_url) as connection:
+            task.apply_async(args=args, queue=queue, connection=connection, retry=False)
+        return True
+    except (OperationalError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def celery_app_sending_to(broker_url: str) -> Iterator[None]:
+    """Point this process's Celery app (what the views send with) at ``broker_url`` for the block."""
+    from ckptweb.celery import app
+
+    previous = app.conf.broker_url
+    app.conf.broker_url = broker_url
+    app._pool = app.amqp._producer_pool = None  # both cache connections to the previous broker
+    try:
+        yield
+    finally:
+        app.conf.broker_url = previous
+        app._pool = app.amqp._producer_pool = None

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
+from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun, SyncRun
 from workers import maintenance_actions
 from workers.checkpoint import CheckpointError
 from workers.checkpoint.maintenance import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
@@ -78,7 +78,7 @@ def _plan_headline(plan: MaintenancePlan) -> str:
 
 def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> MaintenancePlan:
     plan = maintenance_actions.plan(run.checkpoint, run.action, run.parameters, now=now.timestamp())
-    extra = (_no_live_progress(run, now=now), _no_other_run(run))
+    extra = (_no_live_progress(run, now=now), _no_batch_found_lately(run, now=now), _no_other_run(run))
     return MaintenancePlan(
         action=plan.action,
         parameters=plan.parameters,
@@ -107,6 +107,32 @@ def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
     return Precondition("query-stopped", False, f"the query reported progress {ago} s ago; it is running")
 
 
+def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Precondition:
+    """"query-stopped" on this server's clock: no sync lately found a batch the sync before it had not.
+
+    File dates come from the storage's clock or a writer's, which can be off (the library reads
+    the storage's, but a client that stamps its own files can still lie); the times of our own
+    syncs cannot. Two syncs inside the quiet period, the later one finding new batches or
+    commits, prove a batch was written within it.
+    """
+    since = now - timedelta(seconds=settings.MAINTENANCE_QUIET_SECONDS)
+    syncs = list(
+        SyncRun.objects.filter(checkpoint=run.checkpoint, started_at__gte=since, status__in=SyncRun.Status.finished_ok())
+        .order_by("started_at")
+        .values("started_at", "new_batches", "new_commits")
+    )
+    for earlier, later in zip(syncs, syncs[1:]):
+        if later["new_batches"] or later["new_commits"]:
+            found = f"{later['new_batches']} new batch(es) and {later['new_commits']} new commit(s)"
+            ago = int((now - later["started_at"]).total_seconds())
+            since_earlier = int((later["started_at"] - earlier["started_at"]).total_seconds())
+            return Precondition(
+                "query-stopped", False,
+                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; the query is running",
+            )
+    return Precondition("query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch")
+
+
 def _no_other_run(run: MaintenanceRun) -> Precondition:
     other = MaintenanceRun.objects.active().filter(checkpoint=run.checkpoint).exclude(pk=run.pk).first()
     if other is None:
@@ -129,11 +155,19 @@ def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
     )
     try:
         return _apply(run, owner=owner)
+    except LeaseLost as exc:
+        # The run is another worker's now (this one stalled past its lease): it records the end.
+        log.warning("%s", exc)
+        return MaintenanceRun.objects.get(pk=run_id)
     except CheckpointError as exc:
-        return _finish(run, MaintenanceRun.Status.FAILED, error=str(exc))
+        return _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=str(exc))
     except Exception as exc:
-        _finish(run, MaintenanceRun.Status.FAILED, error=f"unexpected {type(exc).__name__}: {exc}")
+        _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=f"unexpected {type(exc).__name__}: {exc}")
         raise
+
+
+class LeaseLost(Exception):
+    """Another worker took the run over after this one's lease expired; this one must stop and write nothing."""
 
 
 def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
@@ -144,7 +178,7 @@ def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
     failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
     if failed:
         reasons = "; ".join(f"{p.name}: {p.detail}" for p in failed)
-        return _finish(run, MaintenanceRun.Status.REFUSED, error=f"preconditions no longer hold: {reasons}")
+        return _finish(run, MaintenanceRun.Status.REFUSED, owner=owner, error=f"preconditions no longer hold: {reasons}")
     hook = _ProgressHook(run, owner=owner)
     applied = maintenance_actions.apply(run.checkpoint, run.parameters, plan, on_step=hook)
     result = {
@@ -154,7 +188,7 @@ def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
         "skipped": list(skipped),
         "bytes_freed": applied.bytes_freed,
     }
-    return _finish(run, MaintenanceRun.Status.SUCCEEDED, result=result)
+    return _finish(run, MaintenanceRun.Status.SUCCEEDED, owner=owner, result=result)
 
 
 class _ProgressHook:
@@ -183,7 +217,7 @@ class _ProgressHook:
             current_step=f"{operation} {path}".strip()[:1100],
         )
         if not kept:
-            raise RuntimeError(f"maintenance run #{self.run.pk} was taken over by another worker; stopping")
+            raise LeaseLost(f"maintenance run #{self.run.pk} was taken over by another worker; {self.owner} stops")
 
 
 def _failpoint_step() -> int | None:
@@ -204,13 +238,20 @@ def _fire_failpoint() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _finish(run: MaintenanceRun, status: str, *, result: dict | None = None, error: str = "") -> MaintenanceRun:
+def _finish(run: MaintenanceRun, status: str, *, owner: str, result: dict | None = None, error: str = "") -> MaintenanceRun:
+    """Record the end, only while ``owner`` still holds the run: a worker that stalled past its lease
+    while another took the run over writes nothing, and the run as the new owner has it is returned."""
     run.refresh_from_db(fields=["steps_done", "steps_total", "current_step"])
     run.status, run.finished_at, run.lease_until = status, timezone.now(), None
     run.result, run.error = result, error
     if status == MaintenanceRun.Status.SUCCEEDED:
         run.steps_done = run.steps_total
-    run.save(update_fields=["status", "finished_at", "lease_until", "result", "error", "steps_done"])
+    ended = MaintenanceRun.objects.filter(pk=run.pk, worker=owner, status=MaintenanceRun.Status.RUNNING).update(
+        status=run.status, finished_at=run.finished_at, lease_until=None, result=run.result, error=run.error, steps_done=run.steps_done
+    )
+    if not ended:
+        log.warning("maintenance run #%s was taken over by another worker before %s could record its end (%s)", run.pk, owner, status)
+        return MaintenanceRun.objects.get(pk=run.pk)
     event = {
         MaintenanceRun.Status.SUCCEEDED: AuditEntry.Event.SUCCEEDED,
         MaintenanceRun.Status.REFUSED: AuditEntry.Event.REFUSED,

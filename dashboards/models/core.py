@@ -12,7 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import connections, models
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
@@ -65,16 +66,35 @@ class QueryRun(models.Model):
         return str(self.run_id)
 
 
+def count_per_checkpoint(rows: models.QuerySet) -> Coalesce:
+    """Count the ``rows`` of each checkpoint in a correlated subquery of the select list."""
+    counted = rows.filter(checkpoint=OuterRef("pk")).order_by().values("checkpoint").annotate(count=models.Count("pk"))
+    return Coalesce(Subquery(counted.values("count")), 0)
+
+
 class CheckpointQuerySet(models.QuerySet):
-    def for_list(self) -> CheckpointQuerySet:
-        """Checkpoints with what the list page shows, in one query."""
-        open_issues = models.Count("issues", filter=Q(issues__resolved_at__isnull=True), distinct=True)
-        open_findings = Q(findings__resolved_at__isnull=True)
-        errors = models.Count("findings", filter=open_findings & Q(findings__severity=SEVERITY_ERROR), distinct=True)
-        warnings = models.Count("findings", filter=open_findings & Q(findings__severity=SEVERITY_WARNING), distinct=True)
+    def list_ids(self) -> models.QuerySet:
+        """Ids of the checkpoints in the list's order (name), for a Paginator; for_list reads a page of them."""
+        return self.order_by("name").values_list("pk", flat=True)
+
+    def for_list(self, page_ids: models.QuerySet) -> CheckpointQuerySet:
+        """The checkpoints of ``page_ids`` (a slice of list_ids) with what the list page shows, in one query.
+
+        The slice stays an inner query (LIMIT/OFFSET over the name index), and the counts are
+        correlated subqueries of the outer one, so they run for the page's rows only: a Count over
+        joins would group every checkpoint first, and OFFSET on the counted query would still count
+        the rows it skips.
+        """
+        # Finding's module imports this one, so its model is reached through the relation.
+        findings = self.model._meta.get_field("findings").related_model.objects.open()
         return (
-            self.select_related("query")
-            .annotate(open_issue_count=open_issues, finding_error_count=errors, finding_warning_count=warnings)
+            self.filter(pk__in=page_ids)
+            .select_related("query")
+            .annotate(
+                open_issue_count=count_per_checkpoint(SyncIssue.objects.open()),
+                finding_error_count=count_per_checkpoint(findings.filter(severity=SEVERITY_ERROR)),
+                finding_warning_count=count_per_checkpoint(findings.filter(severity=SEVERITY_WARNING)),
+            )
             .order_by("name")
         )
 
@@ -278,6 +298,11 @@ class SyncRun(models.Model):
         OK = "ok"
         PARTIAL = "partial", "ok with file errors"
         FAILED = "failed"
+
+        @classmethod
+        def finished_ok(cls) -> tuple[str, ...]:
+            """Statuses of a sync that read the logs to the end (file errors leave the rest read)."""
+            return (cls.OK, cls.PARTIAL)
 
     class Kind(models.TextChoices):
         PROBE = "probe", "probe of the next names"

@@ -13,14 +13,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def oncall_client(client, django_user_model, oncall_group):
-    user = django_user_model.objects.create_user("olga", password="oncall-password")
-    user.groups.add(oncall_group)
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def checkpoint(copy_checkpoint):
     directory = copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint", "orders")
     long_stateless_history(directory, batches=12)

@@ -15,7 +15,8 @@ from django.utils import timezone
 from dashboards.models import AuditEntry, MaintenanceRefused, MaintenanceRun
 from factories import long_stateless_history, make_checkpoint
 from fixture_paths import OUR_FIXTURES
-from workers import maintenance_runs
+from workers import maintenance_actions, maintenance_runs
+from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -185,6 +186,32 @@ def test_a_live_worker_keeps_its_run(stopped_checkpoint, oncall_user):
     assert _names(directory, "offsets") == list(range(BATCHES))
 
 
+def test_a_worker_that_stalled_past_its_lease_leaves_the_run_to_the_worker_that_took_it_over(stopped_checkpoint, oncall_user, monkeypatch):
+    checkpoint, directory = stopped_checkpoint
+    run = _request(checkpoint, oncall_user)
+    run.confirm(oncall_user, reason="purge", override_query_running=False, now=timezone.now())
+    real_apply = maintenance_actions.apply
+
+    def stall_then_apply(checkpoint, parameters, plan, *, on_step):
+        # While this worker stalled, its lease expired and another worker took the run over.
+        later = timezone.now() + timedelta(hours=1)
+        assert MaintenanceRun.objects.take_lease(run.pk, owner="second-worker", now=later, seconds=600)
+        return real_apply(checkpoint, parameters, plan, on_step=on_step)
+
+    monkeypatch.setattr(maintenance_actions, "apply", stall_then_apply)
+    stalled = maintenance_runs.execute_run(run.pk, owner="stalled-worker")
+
+    assert (stalled.status, stalled.worker, stalled.error) == (MaintenanceRun.Status.RUNNING, "second-worker", "")
+    assert not run.audit_entries.filter(event__in=["failed", "succeeded"]).exists()
+
+    monkeypatch.setattr(maintenance_actions, "apply", real_apply)
+    MaintenanceRun.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    finished = maintenance_runs.execute_run(run.pk, owner="second-worker")
+
+    assert finished.status == MaintenanceRun.Status.SUCCEEDED, finished.error
+    assert _names(directory, "offsets") == _names(directory, "commits") == list(range(BATCHES - 3, BATCHES))
+
+
 def test_a_checkpoint_that_cannot_be_read_gets_a_refusal_naming_the_reason(checkpoint_roots, oncall_user):
     checkpoint = make_checkpoint(url=str(checkpoint_roots / "gone"))
     (checkpoint_roots / "gone").mkdir()
@@ -209,6 +236,35 @@ def test_live_progress_from_the_listener_counts_as_a_running_query(stopped_check
 
     failed = run.maintenance_plan.failed_preconditions()
     assert [p.name for p in failed] == ["query-stopped"] and "progress" in failed[0].detail
+
+
+def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_their_files_look(stopped_checkpoint, oncall_user):
+    # A writer whose clock is a day behind dates its files a day back: by file dates the query
+    # has been idle for a day. Two syncs a moment apart, the second finding new batches, say otherwise.
+    checkpoint, directory = stopped_checkpoint
+    sync_checkpoint(checkpoint.pk)
+    long_stateless_history(directory, batches=BATCHES + 2, idle_seconds=86400)
+    assert sync_checkpoint(checkpoint.pk).new_batches == 2
+
+    plan = _request(checkpoint, oncall_user).maintenance_plan
+
+    stopped = [p for p in plan.preconditions if p.name == "query-stopped"]
+    by_dates = next(p for p in stopped if "batch written" in p.detail)
+    by_syncs = next(p for p in stopped if "sync" in p.detail)
+    assert by_dates.ok and "no batch written for 864" in by_dates.detail
+    assert not by_syncs.ok and "found 2 new batch(es)" in by_syncs.detail
+    assert [p.name for p in plan.failed_preconditions()] == ["query-stopped"]
+
+
+def test_a_first_sync_or_syncs_that_found_nothing_new_say_nothing_about_a_running_query(stopped_checkpoint, oncall_user):
+    checkpoint, _ = stopped_checkpoint
+    assert sync_checkpoint(checkpoint.pk).new_batches == BATCHES  # everything is new to a first sync
+    sync_checkpoint(checkpoint.pk)
+
+    plan = _request(checkpoint, oncall_user).maintenance_plan
+
+    assert plan.failed_preconditions() == ()
+    assert any(p.name == "query-stopped" and "no sync in the last" in p.detail for p in plan.preconditions)
 
 
 def test_audit_entries_cannot_be_changed(stopped_checkpoint, oncall_user):
