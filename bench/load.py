@@ -1,19 +1,23 @@
-"""Load: many users on the pages while two workers keep many checkpoints in sync (issue 8).
+"""Load: many users on the pages and the read API while two workers keep many checkpoints in sync (issue 8).
 
 Usage (from the repository root; PostgreSQL and Redis as in the README's test command)::
 
-    .venv/bin/python -m bench.load --workdir /tmp/ckptweb-load --checkpoints 1000 --users 50 --seconds 120
+    .venv/bin/python -m bench.load --workdir /tmp/ckptweb-load --checkpoints 1000 --users 50 --seconds 120 --interval 60
 
 1. Creates (or empties) the database ``ckptweb_load`` on the PostgreSQL server of
    ``--database-url``, migrates it, writes ``--checkpoints`` checkpoints of ``--batches`` batches
    (bench/checkpoint_history.py, copies of a PySpark-written fixture) and registers them with a
-   ``--interval`` second sync interval (celery beat's table, as the UI does).
+   ``--interval`` second sync interval (celery beat's table, as the UI does); creates the user and
+   an API token for it.
 2. Starts celery beat, ``--workers`` Celery workers (``--concurrency`` processes each) on a Redis
    database of its own, and gunicorn.
-3. Waits until every checkpoint has been synced once, then for ``--seconds``: ``--users`` threads,
-   each logged in, request pages in turn (checkpoint list, a checkpoint's page, its batch table
-   panel, its timeline chart, its health panel) as fast as answers come; meanwhile a new batch is
-   written to a tenth of the checkpoints every few seconds.
+3. Waits until every checkpoint has been synced once and stores one progress event per batch
+   (the copies share the fixture's query id, so one query's progress), logs ``--users`` users in,
+   then for ``--seconds``: each user (a thread) requests pages in turn (a random page of the
+   checkpoint list, a checkpoint's page, its batch table panel, its timeline chart, its health
+   panel) and, with the token as a machine would, read API endpoints (the checkpoint list, a
+   checkpoint's first page of batches, a range of its progress) as fast as answers come;
+   meanwhile a new batch is written to a tenth of the checkpoints every few seconds.
 4. Prints latency percentiles per page and overall, the error rate, and for the syncs: the largest
    gap between two syncs of one checkpoint during the measurement, and how many checkpoints went
    longer than their interval (plus a lease's slack) without a sync.
@@ -40,7 +44,11 @@ from bench.checkpoint_history import read_template, write_batches
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "load-test-password"
-PAGES = ("list", "detail", "batches", "timeline", "health")
+PAGES = ("list", "detail", "batches", "timeline", "health", "api-list", "api-batches", "api-progress")
+# One event per batch of the history, as a listener sends them, for the progress range to read.
+PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
+    SELECT q.id, g, now(), '{}', '{}', '[]', 'listener', now() FROM dashboards_streamingquery q, generate_series(0, %s) g
+    ON CONFLICT DO NOTHING"""
 
 
 def _database_url(server_url: str) -> str:
@@ -69,8 +77,8 @@ def _environment(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def _setup(args: argparse.Namespace) -> None:
-    """Migrate, write and register the checkpoints, create the user (in this process)."""
+def _setup(args: argparse.Namespace) -> str:
+    """Migrate, write and register the checkpoints, create the user (in this process); return its API token."""
     os.environ.update(_environment(args))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
     import django
@@ -80,14 +88,24 @@ def _setup(args: argparse.Namespace) -> None:
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
 
+    from rest_framework.authtoken.models import Token
+
     from dashboards.models import Checkpoint
 
-    get_user_model().objects.create_user("load", password=PASSWORD)
+    user = get_user_model().objects.create_user("load", password=PASSWORD)
     template = read_template()
     for number in range(args.checkpoints):
         directory = args.workdir / "checkpoints" / f"q{number:05d}"
         write_batches(directory, range(args.batches), template)
         Checkpoint.objects.create(name=f"q{number:05d}", url=str(directory), sync_interval_seconds=args.interval)
+    return Token.objects.create(user=user).key
+
+
+def _store_progress(batches: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(PROGRESS_SQL, [batches - 1])
 
 
 def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -117,10 +135,15 @@ def _wait_until_all_synced(count: int, timeout: float) -> float:
 
 
 class User(threading.Thread):
-    def __init__(self, base: str, checkpoint_ids: list[int], stop: threading.Event, results: dict) -> None:
+    def __init__(self, base: str, checkpoint_ids: list[int], stop: threading.Event, results: dict, *, token: str, batches: int, list_pages: int) -> None:
         super().__init__(daemon=True)
         self.base, self.checkpoint_ids, self.stop, self.results = base, checkpoint_ids, stop, results
         self.session = requests.Session()
+        # A machine's client: the token on every request, no session cookie.
+        self.api = requests.Session()
+        self.api.headers["Authorization"] = f"Token {token}"
+        self.batches = batches
+        self.list_pages = list_pages
 
     def login(self) -> None:
         self.session.get(f"{self.base}/login/")
@@ -133,20 +156,23 @@ class User(threading.Thread):
     def url(self, page: str) -> str:
         checkpoint = random.choice(self.checkpoint_ids)
         return {
-            "list": "/",
+            "list": f"/?page={random.randint(1, self.list_pages)}",
             "detail": f"/checkpoints/{checkpoint}/",
             "batches": f"/checkpoints/{checkpoint}/panels/batches/",
             "timeline": f"/checkpoints/{checkpoint}/charts/timeline.json",
             "health": f"/checkpoints/{checkpoint}/panels/health/",
+            "api-list": "/api/v1/checkpoints/",
+            "api-batches": f"/api/v1/checkpoints/{checkpoint}/batches/",
+            "api-progress": f"/api/v1/checkpoints/{checkpoint}/progress/?from={self.batches // 4}&to={self.batches * 3 // 4}",
         }[page]
 
     def run(self) -> None:
-        self.login()
         while not self.stop.is_set():
             for page in PAGES:
+                session = self.api if page.startswith("api-") else self.session
                 started = time.perf_counter()
                 try:
-                    ok = self.session.get(self.base + self.url(page), timeout=30).status_code == 200
+                    ok = session.get(self.base + self.url(page), timeout=30).status_code == 200
                 except requests.RequestException:
                     ok = False
                 self.results[page].append((time.perf_counter() - started, ok))
@@ -168,17 +194,17 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 
 def _report(results: dict, seconds: float) -> None:
-    print(f"\n{'page':<10} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    print(f"\n{'page':<13} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     everything = []
     for page in PAGES:
         samples = results[page]
         everything += samples
         times = [elapsed * 1000 for elapsed, _ in samples]
         errors = sum(1 for _, ok in samples if not ok)
-        print(f"{page:<10} {len(samples):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
+        print(f"{page:<13} {len(samples):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
     times = [elapsed * 1000 for elapsed, _ in everything]
     errors = sum(1 for _, ok in everything if not ok)
-    print(f"{'all':<10} {len(everything):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
+    print(f"{'all':<13} {len(everything):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
     print(f"throughput {len(everything) / seconds:.1f} requests/s; error rate {errors / max(1, len(everything)):.4f}")
 
 
@@ -225,7 +251,7 @@ def main() -> None:
     import redis
 
     redis.Redis.from_url(args.redis_url).flushdb()
-    _setup(args)
+    token = _setup(args)
     env = _environment(args)
     celery = [sys.executable, "-m", "celery", "-A", "ckptweb"]
     processes = [_start([*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")], env, args.workdir / "beat.log")]
@@ -237,14 +263,22 @@ def main() -> None:
     try:
         print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")
         print(f"all synced once after {_wait_until_all_synced(args.checkpoints, timeout=900):.0f} s")
+        _store_progress(args.batches)
         from django.utils import timezone
 
         from dashboards.models import Checkpoint
+        from dashboards.views.pages import CHECKPOINTS_PER_PAGE
 
         ids = list(Checkpoint.objects.values_list("pk", flat=True))
+        list_pages = -(-len(ids) // CHECKPOINTS_PER_PAGE)  # the list page asked for is one of these at random
         stop, results = threading.Event(), defaultdict(list)
-        users = [User(f"http://127.0.0.1:{args.port}", ids, stop, results) for _ in range(args.users)]
+        base = f"http://127.0.0.1:{args.port}"
+        users = [User(base, ids, stop, results, token=token, batches=args.batches, list_pages=list_pages) for _ in range(args.users)]
         writer = threading.Thread(target=_write_new_batches, args=(args, stop), daemon=True)
+        # Logged in before the clock starts: 50 password hashes at once (PBKDF2, ~0.3 s of CPU each)
+        # would otherwise sit in front of the first pages and show up as their latency.
+        for user in users:
+            user.login()
         since = timezone.now()
         for user in users:
             user.start()

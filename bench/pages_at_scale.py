@@ -8,9 +8,12 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    checkpoint with ``--batches`` batches and one stateful operator's progress per batch, with
    ``INSERT ... SELECT generate_series`` (a slow batch and a cache miss now and then, so the
    downsampled charts have peaks to keep), then ANALYZE.
-2. Starts gunicorn (``--gunicorn-workers``) and logs one session in per client.
-3. For 1 client and for ``--clients`` concurrent clients (threads), requests each page
-   ``--requests`` times and prints p50/p95/p99 per page.
+2. Starts gunicorn (``--gunicorn-workers``) with Redis (``--redis-url``, emptied) as the shared
+   cache, and logs one session in per client.
+3. For 1 client and for ``--clients`` concurrent clients (threads), requests each page and read
+   API endpoint ``--requests`` times and prints p50/p95/p99 per page; then the first request of
+   each page (empty caches) and, as a running query adds ``--live-batches`` batches one by one,
+   the charts after each.
 """
 from __future__ import annotations
 
@@ -34,10 +37,10 @@ FILL_SQL = (
            is_committed, synced_at)
        SELECT %(checkpoint)s, g, 1, %(start)s + g * 1000 + (g / 997) * 3600000, %(start)s + g * 1000 - 10000, '{}',
               '["{\\"0\\":1}"]', g < %(last)s, now()
-       FROM generate_series(0, %(last)s) g""",
+       FROM generate_series(0::bigint, %(last)s::bigint) g""",
     """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
        SELECT %(query)s, g, to_timestamp((%(start)s + g * 1000) / 1000.0), '{}', '{}', '[]', 'listener', now()
-       FROM generate_series(0, %(last)s) g""",
+       FROM generate_series(0::bigint, %(last)s::bigint) g""",
     """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total, memory_used_bytes,
            custom_metrics)
        SELECT id, 0, 'dedupe', batch_id %% 5000, 1000000 + batch_id %% 777,
@@ -55,8 +58,20 @@ def _environment(args: argparse.Namespace) -> dict[str, str]:
         "CKPTWEB_DEBUG": "true",
         "CKPTWEB_LOG_LEVEL": "WARNING",
     }
+    # With Redis the web workers share one cache, as in a deployment with the broker; without,
+    # each gunicorn worker has its own (LocMem) and meets every chart cold once.
     environment.pop("CKPTWEB_REDIS_URL", None)
+    if args.redis_url:
+        environment["CKPTWEB_REDIS_URL"] = args.redis_url
     return environment
+
+
+def _empty_cache(redis_url: str) -> None:
+    """Start from a cold cache: the database of ``--redis-url`` is the bench's own."""
+    if redis_url:
+        import redis
+
+        redis.Redis.from_url(redis_url).flushdb()
 
 
 def _fill(args: argparse.Namespace) -> int:
@@ -87,6 +102,41 @@ def _fill(args: argparse.Namespace) -> int:
     return checkpoint.pk
 
 
+LIVE_BATCH_SQL = (
+    # One more batch as a running query adds it: the previous one commits, a new one is planned,
+    # and its progress arrives (same shapes as FILL_SQL).
+    "UPDATE dashboards_batch SET is_committed = true WHERE checkpoint_id = %(checkpoint)s AND batch_id = %(batch)s - 1",
+    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,
+           is_committed, synced_at)
+       VALUES (%(checkpoint)s, %(batch)s, 1, %(start)s + %(batch)s * 1000, %(start)s + %(batch)s * 1000 - 10000, '{}', '[]', false, now())""",
+    """UPDATE dashboards_checkpoint SET latest_batch_id = %(batch)s, latest_committed_batch_id = %(batch)s - 1
+       WHERE id = %(checkpoint)s""",
+    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
+       VALUES (%(query)s, %(batch)s, to_timestamp((%(start)s + %(batch)s * 1000) / 1000.0), '{}', '{}', '[]', 'listener', now())""",
+    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total, memory_used_bytes,
+           custom_metrics)
+       SELECT id, 0, 'dedupe', 1, 1000000, '{}' FROM dashboards_batchprogress WHERE query_id = %(query)s AND batch_id = %(batch)s""",
+)
+
+
+def _live_batches(base: str, session: requests.Session, checkpoint: int, batches: int, count: int) -> dict[str, list[float]]:
+    """Add ``count`` batches one by one; after each, time each chart once (its cache was keyed on the old batches)."""
+    from django.db import connection
+
+    from dashboards.models import Checkpoint
+
+    query = Checkpoint.objects.get(pk=checkpoint).query_id
+    pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "state-chart")}
+    times: dict[str, list[float]] = {name: [] for name in pages}
+    for batch in range(batches, batches + count):
+        with connection.cursor() as cursor:
+            for sql in LIVE_BATCH_SQL:
+                cursor.execute(sql, {"checkpoint": checkpoint, "query": query, "start": START_MS, "batch": batch})
+        for name, url in pages.items():
+            times[name].append(_measure(base, [session], url, 1)[0][0])
+    return times
+
+
 def _pages(checkpoint: int, batches: int) -> dict[str, str]:
     base = f"/checkpoints/{checkpoint}"
     return {
@@ -96,6 +146,10 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
         "timeline": f"{base}/charts/timeline.json",
         "timeline-zoom": f"{base}/charts/timeline.json?from={batches // 2}&to={batches // 2 + 1000}",
         "state-chart": f"{base}/charts/state-metrics.json",
+        # The read API (session auth here; a token costs the same lookup).
+        "api-batches": f"/api/v1{base}/batches/",
+        "api-batches-deep": f"/api/v1{base}/batches/?after={batches // 2}",
+        "api-progress-range": f"/api/v1{base}/progress/?from={batches // 2}&to={batches // 2 + 99}",
     }
 
 
@@ -137,9 +191,9 @@ def _measure(base: str, sessions: list[requests.Session], url: str, count: int) 
 
 
 def _report(rows: list[tuple[str, int, list[float], int]]) -> None:
-    print(f"\n{'page':<14} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    print(f"\n{'page':<18} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for page, clients, times, errors in rows:
-        print(f"{page:<14} {clients:>7} {len(times):>8} {errors:>6} "
+        print(f"{page:<18} {clients:>7} {len(times):>8} {errors:>6} "
               f"{_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
 
 
@@ -152,10 +206,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100, help="requests per page and concurrency level")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--live-batches", type=int, default=20, help="batches added one by one at the end, each followed by the charts")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/5",
+                        help="Redis database emptied and used as the shared cache ('' for a cache per gunicorn worker)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     _recreate_database(args.database_url)
     checkpoint = _fill(args)
+    _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
     gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}",
                 "--workers", str(args.gunicorn_workers), "--timeout", "120"]
@@ -163,13 +221,20 @@ def main() -> None:
     try:
         _wait_for(base)
         sessions = [_session(base) for _ in range(args.clients)]
+        pages = _pages(checkpoint, args.batches)
+        # The first request of each page meets an empty chart cache (a miss): timed on its own.
+        cold = {page: _measure(base, sessions[:1], url, 1)[0][0] for page, url in pages.items()}
         rows = []
         for clients in (1, args.clients):
-            for page, url in _pages(checkpoint, args.batches).items():
+            for page, url in pages.items():
                 _measure(base, sessions[:clients], url, min(clients, 5))  # warm the workers' connections
                 times, errors = _measure(base, sessions[:clients], url, args.requests)
                 rows.append((page, clients, times, errors))
         _report(rows)
+        print("\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items()))
+        live = _live_batches(base, sessions[0], checkpoint, args.batches, args.live_batches)
+        for name, times in live.items():
+            print(f"{name} after each of {len(times)} new batches: p50 {_percentile(times, .5):.0f} ms, max {max(times):.0f} ms")
     finally:
         _stop([server])
 

@@ -27,11 +27,15 @@ class FreshnessParams(serializers.Serializer):
     )
 
 
-class PageParams(FreshnessParams):
-    """The query parameters of every list about one checkpoint."""
+class KeysetParams(serializers.Serializer):
+    """The query parameters of every keyset-paged list."""
 
     after = serializers.IntegerField(required=False, help_text="Return rows whose key is greater than this (the `next` link sets it).")
     limit = serializers.IntegerField(required=False, default=DEFAULT_PAGE_ROWS, min_value=1, max_value=MAX_PAGE_ROWS)
+
+
+class PageParams(KeysetParams, FreshnessParams):
+    """The query parameters of every list about one checkpoint."""
 
     def to_internal_value(self, data):
         # "from" is a Python keyword, so the range bounds are read under their URL names here.

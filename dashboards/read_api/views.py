@@ -26,7 +26,7 @@ from rest_framework.views import APIView
 from ..models import BatchProgress, Checkpoint
 from ..views.pages import get_checkpoint_for_user
 from .catchup import request_catch_up
-from .paging import FreshnessParams, PageParams, read_keyset_page
+from .paging import FreshnessParams, KeysetPage, KeysetParams, PageParams, read_keyset_page
 from .serializers import (
     BatchProgressSerializer,
     BatchSerializer,
@@ -58,23 +58,33 @@ def answer_freshness(checkpoint: Checkpoint, known_latest_batch: int | None) -> 
     return freshness
 
 
-def read_params(request: Request, params_class: type[FreshnessParams] = PageParams) -> dict:
+def read_params(request: Request, params_class: type[serializers.Serializer] = PageParams) -> dict:
     params = params_class(data=request.query_params)
     params.is_valid(raise_exception=True)
     return params.validated_data
 
 
+def next_link(request: Request, page: KeysetPage) -> str | None:
+    """The URL of the page after ``page`` (the same query, ``after`` moved on), or None on the last one."""
+    return None if page.next_after is None else replace_query_param(request.build_absolute_uri(), "after", page.next_after)
+
+
+NEXT_FIELD = serializers.URLField(allow_null=True, help_text="The next page, or null on the last one.")
+
+
 class CheckpointList(APIView):
     @extend_schema(
         operation_id="v1_checkpoints_list",
-        parameters=[OpenApiParameter("url", OpenApiTypes.STR, description="Only the checkpoint registered at this URL.")],
-        responses=inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True)}),
+        parameters=[KeysetParams, OpenApiParameter("url", OpenApiTypes.STR, description="Only the checkpoint registered at this URL.")],
+        responses=inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True), "next": NEXT_FIELD}),
+        description="Checkpoints in ascending id; follow `next` for the following page.",
     )
     def get(self, request: Request) -> Response:
-        checkpoints = Checkpoint.objects.select_related("query").order_by("name")
+        checkpoints = Checkpoint.objects.select_related("query")
         if "url" in request.query_params:
             checkpoints = checkpoints.filter(url=request.query_params["url"])
-        return Response({"results": CheckpointSerializer(checkpoints, many=True).data})
+        page = read_keyset_page(checkpoints, key="id", params=read_params(request, KeysetParams))
+        return Response({"results": CheckpointSerializer(page.rows, many=True).data, "next": next_link(request, page)})
 
 
 class CheckpointDetail(APIView):
@@ -109,12 +119,11 @@ class CheckpointRowsView(APIView):
         params = read_params(request)
         freshness = answer_freshness(checkpoint, params.get("known_latest_batch"))
         page = read_keyset_page(self.rows(checkpoint), key=self.key, params=params)
-        next_url = None if page.next_after is None else replace_query_param(request.build_absolute_uri(), "after", page.next_after)
         body = {
             **freshness.as_json(),
             "checkpoint_id": checkpoint.pk,
             "results": self.serializer_class(page.rows, many=True).data,
-            "next": next_url,
+            "next": next_link(request, page),
         }
         return Response(body, headers=freshness.as_headers())
 
@@ -125,7 +134,7 @@ def page_schema(name: str, serializer_class: type[serializers.Serializer], key_d
         **FRESHNESS_FIELDS,
         "checkpoint_id": serializers.IntegerField(),
         "results": serializer_class(many=True),
-        "next": serializers.URLField(allow_null=True, help_text="The next page, or null on the last one."),
+        "next": NEXT_FIELD,
     }
     return extend_schema(
         parameters=[PageParams, *RANGE_PARAMETERS],

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -11,7 +12,14 @@ from django.views.decorators.http import require_POST
 from workers import tasks
 
 from ..batch_pages import BatchPageRequest, read_batch_page
-from ..chart_series import BatchRange, state_metrics_series, timeline_series
+from ..chart_series import (
+    BatchRange,
+    cached_chart_json,
+    state_metrics_series,
+    state_metrics_version,
+    timeline_series,
+    timeline_version,
+)
 from ..charts import (
     InventoryPoint,
     PartitionPoint,
@@ -37,6 +45,7 @@ from ..models import (
 )
 
 RECENT_SYNC_RUNS = 10
+CHECKPOINTS_PER_PAGE = 50
 # Batches whose start times give the trigger interval of the compaction projection.
 TRIGGER_SAMPLE_BATCHES = 200
 
@@ -48,12 +57,18 @@ def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpo
 
 @login_required
 def checkpoint_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboards/checkpoint_list.html", {"checkpoints": Checkpoint.objects.for_list()})
+    return render(request, "dashboards/checkpoint_list.html", _checkpoint_page_context(request))
 
 
 @login_required
 def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboards/partials/checkpoint_table.html", {"checkpoints": Checkpoint.objects.for_list()})
+    return render(request, "dashboards/partials/checkpoint_table.html", _checkpoint_page_context(request))
+
+
+def _checkpoint_page_context(request: HttpRequest) -> dict:
+    # get_page turns a garbage ?page= into the first page and one past the end into the last.
+    page = Paginator(Checkpoint.objects.list_ids(), CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
+    return {"checkpoints": Checkpoint.objects.for_list(page.object_list), "page_obj": page}
 
 
 @login_required
@@ -90,10 +105,15 @@ def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 @login_required
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    series = timeline_series(checkpoint, BatchRange.from_query(request.GET))
+    batch_range = BatchRange.from_query(request.GET)
     interval = checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
-    figure = batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width)
-    return HttpResponse(figure.to_json(), content_type="application/json")
+
+    def build() -> str:
+        series = timeline_series(checkpoint, batch_range)
+        return batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width).to_json()
+
+    body = cached_chart_json(("timeline", *timeline_version(checkpoint), batch_range.as_query(), interval), build)
+    return HttpResponse(body, content_type="application/json")
 
 
 @login_required
@@ -116,9 +136,14 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
 @login_required
 def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    series = state_metrics_series(checkpoint, BatchRange.from_query(request.GET))
-    figure = state_metrics_figure(series.points, bucket_width=series.bucket_width)
-    return HttpResponse(figure.to_json(), content_type="application/json")
+    batch_range = BatchRange.from_query(request.GET)
+
+    def build() -> str:
+        series = state_metrics_series(checkpoint, batch_range)
+        return state_metrics_figure(series.points, bucket_width=series.bucket_width).to_json()
+
+    body = cached_chart_json(("state", *state_metrics_version(checkpoint), batch_range.as_query()), build)
+    return HttpResponse(body, content_type="application/json")
 
 
 @login_required

@@ -131,6 +131,37 @@ def test_the_checkpoint_list_finds_a_checkpoint_by_its_url(client, with_batches,
     assert [row["name"] for row in answer["results"]] == ["payments"]
 
 
+def test_the_checkpoint_list_comes_in_pages_that_next_walks_once_each_in_id_order(client, with_batches, token_headers):
+    for number in range(6):
+        make_checkpoint(name=f"extra-{number}", url=f"/nowhere/extra-{number}")
+    url, seen, pages = reverse("api-checkpoint-list") + "?limit=3", [], 0
+    while url:
+        answer = client.get(url, **token_headers).json()
+        seen += [row["id"] for row in answer["results"]]
+        url, pages = answer["next"], pages + 1
+
+    assert seen == sorted(Checkpoint.objects.values_list("pk", flat=True)) and len(seen) == 7
+    assert pages == 3
+
+
+def test_the_checkpoint_list_makes_as_many_queries_for_120_checkpoints_as_for_one(client, with_batches, token_headers):
+    url = reverse("api-checkpoint-list")
+    client.get(url, **token_headers)
+    with CaptureQueriesContext(connection) as one:
+        assert len(client.get(url, **token_headers).json()["results"]) == 1
+    Checkpoint.objects.bulk_create(Checkpoint(name=f"q{n:03d}", url=f"/nowhere/q{n:03d}") for n in range(120))
+    with CaptureQueriesContext(connection) as many:
+        answer = client.get(url, **token_headers).json()
+
+    assert (len(answer["results"]), answer["next"].endswith(f"?after={answer['results'][-1]['id']}")) == (100, True)
+    assert len(many) == len(one)
+
+
+@pytest.mark.parametrize("query", [{"limit": 1001}, {"limit": 0}, {"after": "x"}])
+def test_bad_paging_parameters_of_the_checkpoint_list_are_refused_with_400(client, token_headers, query):
+    assert client.get(reverse("api-checkpoint-list"), query, **token_headers).status_code == 400
+
+
 def test_following_next_walks_every_batch_exactly_once_in_order(client, with_batches, token_headers):
     url, seen, pages = reverse("api-batch-list", args=[with_batches.pk]) + "?limit=7", [], 0
     while url:
@@ -266,3 +297,6 @@ def test_the_schema_documents_every_read_endpoint(viewer_client):
     assert SCHEMA_PATHS <= set(schema["paths"])
     parameters = {p["name"] for p in schema["paths"]["/api/v1/checkpoints/{checkpoint_id}/batches/"]["get"]["parameters"]}
     assert {"after", "limit", "from", "to", "known_latest_batch"} <= parameters
+    listing = schema["paths"]["/api/v1/checkpoints/"]["get"]
+    assert {p["name"] for p in listing["parameters"]} == {"after", "limit", "url"}
+    assert set(schema["components"]["schemas"]["CheckpointList"]["properties"]) == {"results", "next"}
