@@ -487,7 +487,8 @@ def _symlinks() -> Iterator[BadFile]:
         # find_stream_metadata treats a missing metadata file as "none written yet".
         dangling = None if kind == "metadata" else StorageError
         yield BadFile("symlinks", kind, "dangling", None, dangling, place=_place_link("dangling"))
-        yield BadFile("symlinks", kind, "directory", None, StorageError, place=_place_link("directory"))
+        # A link to a directory outside the roots: refused for where it leads, before any read.
+        yield BadFile("symlinks", kind, "directory", None, PathNotAllowedError, place=_place_link("directory"))
 
 
 def _place_unreadable(how: str) -> Callable[[Path, Path, FileKind], Path]:

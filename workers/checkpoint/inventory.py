@@ -210,6 +210,8 @@ class _Row:
 
 def is_side_file(name: str) -> bool:
     """Tell whether no reader opens this file: a Hadoop ``.<name>.crc`` or a temporary file."""
+    if name.isdigit():  # a batch file or a state version: the common case, decided without patterns
+        return False
     return is_hadoop_checksum(name) or is_temporary_name(name)
 
 

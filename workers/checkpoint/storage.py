@@ -16,7 +16,7 @@ import posixpath
 import re
 import stat
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -195,7 +195,7 @@ class CheckpointStorage:
         # that polls must see new batches, so drop the cached listing first.
         self._fs.invalidate_cache(path)
         if self._is_local:
-            return _list_local(path, relpath)
+            return _list_local(path, relpath, self._check_opened_file)
         try:
             entries = self._fs.ls(path, detail=True)
         except FileNotFoundError:
@@ -247,21 +247,26 @@ class CheckpointStorage:
         (1 GiB for state files) at once would reserve it for every small file.
         """
         chunks, position = [], start
-        # The built-in open: fsspec's local file object costs more than the read of a small log file.
-        with open(path, "rb") as handle:
-            self._check_opened_file(handle.fileno(), path, relpath)
-            handle.seek(start)
+        # A bare descriptor: the built-in open's buffered file object cost 9 us of the 18 us a
+        # small log file took (and fsspec's local file object more), in a first sync of 200k files.
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._check_opened_file(descriptor, path, relpath)
+            if start:
+                os.lseek(descriptor, start, os.SEEK_SET)
             # Ask for the size the file has now, plus one byte to see its end in the same call
             # (read(n) allocates n bytes first: a full chunk per small log file cost 20 us).
-            size = os.fstat(handle.fileno()).st_size
+            size = os.fstat(descriptor).st_size
             while end is None or position < end:
                 wanted = min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
                 wanted = wanted if end is None else min(wanted, end - position)
-                chunk = handle.read(wanted)
+                chunk = os.read(descriptor, wanted)
                 chunks.append(chunk)
                 position += len(chunk)
-                if len(chunk) < wanted:  # a buffered read of a regular file is short only at its end
+                if len(chunk) < wanted:  # a read of a regular file is short only at its end
                     break
+        finally:
+            os.close(descriptor)
         return b"".join(chunks)
 
     def _check_opened_file(self, descriptor: int, path: str, relpath: str) -> None:
@@ -410,25 +415,34 @@ def _fsync_directory(directory: str) -> None:
         os.close(descriptor)
 
 
-def _list_local(path: str, relpath: str) -> list[FileInfo]:
+def _list_local(path: str, relpath: str, check_opened: Callable[[int, str, str], None]) -> list[FileInfo]:
     """List a local directory with one scandir (fsspec's local ls costs a stat and more per entry).
 
+    The directory is opened first and ``check_opened`` asks the kernel where it is, as reads do:
+    a directory that is, or lies below, a link out of the allowed roots is refused, not listed.
     Like fsspec's, entries follow symbolic links (a dangling link is listed as itself); a missing
     directory, or a file, lists as [].
     """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
     infos = []
     try:
-        with os.scandir(path) as entries:
+        check_opened(descriptor, path, relpath)
+        with os.scandir(descriptor) as entries:
             for entry in entries:
                 try:
                     status = entry.stat()
                 except FileNotFoundError:
                     status = entry.stat(follow_symlinks=False)
                 infos.append(FileInfo(entry.name, status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode)))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
     except OSError as exc:
         raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
+    finally:
+        os.close(descriptor)
     return sorted(infos, key=lambda info: info.name)
 
 

@@ -302,3 +302,19 @@ def test_a_local_read_larger_than_one_chunk_is_whole(tmp_path, monkeypatch):
     assert storage.read_range("big", 100, max_bytes=len(data) - 100) == data[100:]
     with pytest.raises(CorruptFileError):
         storage.read_range("big", 100, max_bytes=len(data) - 101)
+
+
+def test_a_directory_inside_the_checkpoint_that_links_out_of_the_roots_is_refused_not_listed(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "q" / "state" / "0").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "id_rsa").write_bytes(b"secret")
+    (root / "q" / "state" / "0" / "0").symlink_to(outside, target_is_directory=True)
+    (root / "q" / "state" / "0" / "1").symlink_to(root / "q" / "state" / "0", target_is_directory=True)
+    storage = CheckpointStorage(str(root / "q"), allowed_roots=[str(root)])
+
+    with pytest.raises(PathNotAllowedError) as raised:
+        storage.list_dir("state/0/0")
+    assert str(raised.value).startswith("state/0/0: ")
+    # A link that stays inside the roots is listed as the directory it leads to.
+    assert [info.name for info in storage.list_dir("state/0/1")] == ["0", "1"]
