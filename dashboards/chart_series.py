@@ -29,6 +29,7 @@ from django.db.models.functions import Cast, Lag, NullIf
 from .batch_pages import batch_id_or_none
 from .charts import StatePoint, TimelinePoint
 from .downsample import SeriesShape, bucket_width_for, select_downsampled
+from .fragments import checkpoint_identity
 from .models import (
     CACHE_HITS,
     CACHE_MISSES,
@@ -101,7 +102,7 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     def uncommitted_below(boundary: int) -> tuple:
         return (batches.filter(is_committed=False, batch_id__lt=boundary).count(),)
 
-    return _read_settled_then_tail(("timeline", *_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
+    return _read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
 
 
 def timeline_rows(batches: QuerySet) -> QuerySet:
@@ -122,7 +123,7 @@ def state_metrics_series(checkpoint: Checkpoint, batch_range: BatchRange) -> Sam
         return _read_state_points(checkpoint.query_id, BatchRange(first, last), width)
 
     # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return _read_settled_then_tail(("state", *_identity(checkpoint)), span, width, span[1], read)
+    return _read_settled_then_tail(("state", *checkpoint_identity(checkpoint)), span, width, span[1], read)
 
 
 def _read_state_points(query_id: int | None, batch_range: BatchRange, width: int) -> list[StatePoint]:
@@ -155,31 +156,18 @@ def _bucket_width(span: tuple[int | None, int | None], shape: SeriesShape) -> in
     return 1 if width == 1 else 1 << (width - 1).bit_length()
 
 
-def _identity(checkpoint: Checkpoint) -> tuple:
-    # created_at as well as the pk: a pk may be reused (a test database, a restored dump).
-    return checkpoint.pk, checkpoint.created_at.timestamp()
-
-
 def timeline_version(checkpoint: Checkpoint) -> tuple:
     """What moves when a sync changes the checkpoint's batches: a new batch, or a commit."""
-    return (*_identity(checkpoint), checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count)
+    return (
+        *checkpoint_identity(checkpoint), checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id,
+        checkpoint.uncommitted_batch_count,
+    )
 
 
 def state_metrics_version(checkpoint: Checkpoint) -> tuple:
     """What moves when progress arrives: the span of its batch ids (one index lookup)."""
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
-    return (*_identity(checkpoint), checkpoint.query_id, *_key_span(progress, "batch_id"))
-
-
-def cached_chart_json(key_parts: tuple, build: Callable[[], str]) -> str:
-    """A chart's JSON, built once per version of its rows (``key_parts``).
-
-    Building the Plotly figure of 2,000 points and serialising it cost about 60 ms a request,
-    five times the database's share; an open query page asks again every 30 s. The timeout
-    bounds what a version cannot see (rows written behind a gap, progress reported again).
-    """
-    key = "chart:" + ":".join(str(part) for part in key_parts).replace(" ", "_")
-    return cache.get_or_set(key, build, DOWNSAMPLED_CACHE_SECONDS)
+    return (*checkpoint_identity(checkpoint), checkpoint.query_id, *_key_span(progress, "batch_id"))
 
 
 def _read_settled_then_tail(

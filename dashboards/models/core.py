@@ -193,7 +193,8 @@ class Checkpoint(models.Model):
 
 class BatchQuerySet(models.QuerySet):
     def for_table(self) -> BatchQuerySet:
-        return self.order_by("-batch_id")
+        """Newest first, with the columns the batch table shows (not the pinned conf)."""
+        return self.order_by("-batch_id").only("checkpoint_id", "batch_id", "timestamp_ms", "watermark_ms", "is_committed", "sources")
 
     def uncommitted(self) -> BatchQuerySet:
         return self.filter(is_committed=False)

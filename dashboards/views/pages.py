@@ -7,19 +7,14 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from workers import tasks
 
 from ..batch_pages import BatchPageRequest, read_batch_page
-from ..chart_series import (
-    BatchRange,
-    cached_chart_json,
-    state_metrics_series,
-    state_metrics_version,
-    timeline_series,
-    timeline_version,
-)
+from ..chart_series import BatchRange, state_metrics_series, state_metrics_version, timeline_series, timeline_version
+from ..fragments import cached_text, synced_version
 from ..charts import (
     InventoryPoint,
     PartitionPoint,
@@ -77,7 +72,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     context = {
         "checkpoint": checkpoint,
         **_health_context(checkpoint),
-        **_batch_page_context(request, checkpoint),
+        "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
@@ -98,8 +93,7 @@ def checkpoint_health_panel(request: HttpRequest, checkpoint_id: int) -> HttpRes
 @login_required
 def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    context = {"checkpoint": checkpoint, **_batch_page_context(request, checkpoint)}
-    return render(request, "dashboards/partials/batch_table.html", context)
+    return HttpResponse(_batch_table_html(request, checkpoint))
 
 
 @login_required
@@ -112,7 +106,7 @@ def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespon
         series = timeline_series(checkpoint, batch_range)
         return batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width).to_json()
 
-    body = cached_chart_json(("timeline", *timeline_version(checkpoint), batch_range.as_query(), interval), build)
+    body = cached_text("timeline-chart", (*timeline_version(checkpoint), batch_range.as_query(), interval), build)
     return HttpResponse(body, content_type="application/json")
 
 
@@ -142,7 +136,7 @@ def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
         series = state_metrics_series(checkpoint, batch_range)
         return state_metrics_figure(series.points, bucket_width=series.bucket_width).to_json()
 
-    body = cached_chart_json(("state", *state_metrics_version(checkpoint), batch_range.as_query()), build)
+    body = cached_text("state-chart", (*state_metrics_version(checkpoint), batch_range.as_query()), build)
     return HttpResponse(body, content_type="application/json")
 
 
@@ -234,9 +228,15 @@ def _health_context(checkpoint: Checkpoint) -> dict:
     }
 
 
-def _batch_page_context(request: HttpRequest, checkpoint: Checkpoint) -> dict:
+def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
+    """The batch table partial for the page asked for, rendered once per sync (it needs no request)."""
     page_request = BatchPageRequest.from_query(request.GET)
-    return {"batch_page": read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)}
+
+    def render_table() -> str:
+        page = read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)
+        return render_to_string("dashboards/partials/batch_table.html", {"checkpoint": checkpoint, "batch_page": page})
+
+    return cached_text("batch-table", (*synced_version(checkpoint), page_request.before, page_request.after), render_table)
 
 
 def _metadata_log_context(checkpoint: Checkpoint) -> dict:

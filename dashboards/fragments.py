@@ -1,0 +1,38 @@
+"""Text a page builds from rows that only a sync changes, cached under a version of those rows.
+
+A version is a tuple of values that come with the checkpoint's own row (no extra query) and move
+whenever the rows behind the text move: a cached text is never served for another version, so
+nothing has to be invalidated. The timeout bounds what a version cannot see.
+
+Why: under 50 concurrent users on 2 cores a request's latency is about 50 x its CPU time / 2
+(docs/benchmarks.md, P4), and rendering the 50-row batch table or building a 2,000-point Plotly
+figure was most of that CPU; an open query page asks for both again every 10 to 30 s.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from django.core.cache import cache
+
+from .models import Checkpoint
+
+FRAGMENT_CACHE_SECONDS = 300
+
+
+def checkpoint_identity(checkpoint: Checkpoint) -> tuple:
+    """The checkpoint, with created_at as well as the pk: a pk may be reused (a restored dump)."""
+    return checkpoint.pk, checkpoint.created_at.timestamp()
+
+
+def synced_version(checkpoint: Checkpoint) -> tuple:
+    """What moves whenever a sync stores anything: every sync that writes rows sets last_synced_at
+    in the same transaction (workers.sync), and only syncs write batch rows."""
+    synced = checkpoint.last_synced_at.timestamp() if checkpoint.last_synced_at else None
+    return (*checkpoint_identity(checkpoint), synced, checkpoint.latest_batch_id)
+
+
+def cached_text(kind: str, version: tuple, build: Callable[[], str]) -> str:
+    """``build()``'s text, built once per ``kind`` and ``version`` and shared by every web process."""
+    digest = hashlib.blake2b(repr(version).encode(), digest_size=16).hexdigest()
+    return cache.get_or_set(f"{kind}:{digest}", build, FRAGMENT_CACHE_SECONDS)
