@@ -19,7 +19,7 @@ from django.db.models import Q
 from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
 from workers.checkpoint import CheckpointStorage, MetadataLogSummary
 from workers.checkpoint import integrity
-from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, build_inventory
+from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, TreeListing, build_inventory
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
 from workers.state_fanout import fanout_needed, start_state_scan
@@ -56,17 +56,31 @@ def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
     return open_storage(checkpoint.sink_log_url)
 
 
+def walk_checkpoint(storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint) -> integrity.CheckpointFacts:
+    """List the checkpoint (and the sink's log) once and read what a restart reads; never raises for damage.
+
+    A reconcile due in the same sync takes its listing of offsets/ and commits/ from this walk
+    (``listing_of_logs``) instead of listing them again.
+    """
+    return integrity.gather_facts(storage, sink_log=sink, default_compact_interval=checkpoint.file_log_compact_interval)
+
+
+def listing_of_logs(facts: integrity.CheckpointFacts | None) -> TreeListing | None:
+    """The walk's listing when it listed every directory, for the reconcile; None otherwise
+    (a directory that failed would look empty, where listing it again reports why)."""
+    return None if facts is None or facts.listing.failures else facts.listing
+
+
 def read_inspection(
-    storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
+    storage: CheckpointStorage, facts: integrity.CheckpointFacts, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
 ) -> Inspection:
-    """Walk the checkpoint (and the sink's log) once, then size its state; never raises for damage.
+    """Turn the walk's facts into findings, inventory and logs, then size the state.
 
     State rows are counted at the version a restart loads (newest committed batch + 1), with
     the codec and row-checksum setting the newest offsets file pinned. ``new_commits`` are the
     commits this sync just read (not stored yet): with the stored ones they give the unique ids
     of RocksDB checkpoint format 2.
     """
-    facts = integrity.gather_facts(storage, sink_log=sink, default_compact_interval=checkpoint.file_log_compact_interval)
     logs = [
         replace(log.outcome.value, path=log.path)
         for log in facts.logs

@@ -13,11 +13,13 @@ again. Rows of batches Spark has since purged are kept: they are the query's his
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -25,9 +27,18 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
-from workers.inspection import Inspection, inspection_due, read_inspection, sink_log_storage, store_inspection
+from workers.inspection import (
+    Inspection,
+    inspection_due,
+    listing_of_logs,
+    read_inspection,
+    sink_log_storage,
+    store_inspection,
+    walk_checkpoint,
+)
 from workers.storage_options import open_storage
 from workers.checkpoint import MAX_PROBES_PER_SYNC, iter_next_entries
+from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
@@ -94,12 +105,13 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         storage = open_storage(checkpoint.url)
         findings = SyncFindings(is_reconcile=reconcile_due(checkpoint, run.started_at))
         run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
-        _read_new_files(checkpoint, storage, findings)
         sink = sink_log_storage(checkpoint)
-        inspection = None
-        if inspection_due(checkpoint, run.started_at):
-            inspection = read_inspection(storage, sink, checkpoint, findings.new_commits)
-        _store_findings(checkpoint, run, [storage, sink], findings, inspection)
+        # The full pass walks first, so that a reconcile due with it lists nothing twice.
+        facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
+        with _collector_skips_what_exists_now():
+            _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
+            inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
+            _store_findings(checkpoint, run, [storage, sink], findings, inspection)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
         _store_failure(checkpoint, run, exc)
@@ -111,17 +123,34 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         raise
 
 
+@contextlib.contextmanager
+def _collector_skips_what_exists_now() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off the objects that exist now, until the block ends.
+
+    Reading a long history allocates millions of objects, and each full collection walked every
+    object the process already held (the walk's listing of 200k files, Django itself): 1.0 s of a
+    7.8 s first sync of 100k batches (docs/benchmarks.md, P2). Reference counting still frees
+    everything as usual; the frozen objects are the collector's again when the block ends.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
     """Tell whether this sync lists the log directories instead of probing the next names."""
     last = checkpoint.last_reconciled_at
     return last is None or now - last >= timedelta(seconds=settings.RECONCILE_INTERVAL_SECONDS)
 
 
-def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, listing: TreeListing | None) -> None:
+    """Read the files not read before; a reconcile lists offsets/ and commits/, or takes them from ``listing``."""
     if checkpoint.query_id is None:
         findings.query_id = _find_query_id(storage, findings)
     if findings.is_reconcile:
-        _read_listed_files(checkpoint, storage, findings)
+        _read_listed_files(checkpoint, storage, findings, listing or storage)
     else:
         _read_probed_files(checkpoint, storage, findings)
 
@@ -149,10 +178,10 @@ def _latest_committed(checkpoint: Checkpoint) -> int:
     return -1 if checkpoint.latest_committed_batch_id is None else checkpoint.latest_committed_batch_id
 
 
-def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
-    offset_ids = list_batch_ids(storage, "offsets")
+def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, lister: TreeListing | CheckpointStorage) -> None:
+    offset_ids = list_batch_ids(lister, "offsets")
     findings.earliest_batch_id = offset_ids[0] if offset_ids else None
-    commit_ids = set(list_batch_ids(storage, "commits"))
+    commit_ids = set(list_batch_ids(lister, "commits"))
     known = _known_batch_ids(checkpoint, offset_ids)
     new_ids = [batch_id for batch_id in offset_ids if batch_id not in known]
     del offset_ids, known
