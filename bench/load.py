@@ -12,21 +12,22 @@ Usage (from the repository root; PostgreSQL and Redis as in the README's test co
 2. Starts celery beat, ``--workers`` Celery workers (``--concurrency`` processes each) on a Redis
    database of its own, and gunicorn.
 3. Waits until every checkpoint has been synced once and stores one progress event per batch
-   (the copies share the fixture's query id, so one query's progress), logs ``--users`` users in,
-   then for ``--seconds``: each user (a thread) requests pages in turn (a random page of the
-   checkpoint list, a checkpoint's page, its batch table panel, its timeline chart, its health
-   panel) and, with the token as a machine would, read API endpoints (the checkpoint list, a
-   checkpoint's first page of batches, a range of its progress) as fast as answers come;
-   meanwhile a new batch is written to a tenth of the checkpoints every few seconds.
-4. Prints latency percentiles per page and overall, the error rate, and for the syncs: the largest
-   gap between two syncs of one checkpoint during the measurement, and how many checkpoints went
-   longer than their interval (plus a lease's slack) without a sync.
+   (the copies share the fixture's query id, so one query's progress), logs the user in, then for
+   ``--seconds`` keeps ``--users`` requests in flight with wrk (bench/wrk.py; Debian's package),
+   spread over the kinds of page: a random page of the checkpoint list, a random checkpoint's
+   page, its batch table panel, its timeline chart, its health panel and, with the token as a
+   machine would, the read API's checkpoint list, a checkpoint's first page of batches and a range
+   of its progress; each kind is one wrk process with its share of the connections, each
+   connection asking again as soon as it has its answer. Meanwhile a new batch is written to a
+   tenth of the checkpoints every few seconds.
+4. Prints requests, errors and latency percentiles per kind of page, the throughput and error
+   rate, and for the syncs: the largest and median gap between two syncs of one checkpoint during
+   the measurement, and how many checkpoints went more than 1.5 intervals without a sync.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import signal
 import statistics
@@ -41,6 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from bench.checkpoint_history import read_template, write_batches
+from bench.wrk import require_wrk, wrk_command, wrk_figures
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "load-test-password"
@@ -134,48 +136,53 @@ def _wait_until_all_synced(count: int, timeout: float) -> float:
     return time.monotonic() - started
 
 
-class User(threading.Thread):
-    def __init__(self, base: str, checkpoint_ids: list[int], stop: threading.Event, results: dict, *, token: str, batches: int, list_pages: int) -> None:
-        super().__init__(daemon=True)
-        self.base, self.checkpoint_ids, self.stop, self.results = base, checkpoint_ids, stop, results
-        self.session = requests.Session()
-        # A machine's client: the token on every request, no session cookie.
-        self.api = requests.Session()
-        self.api.headers["Authorization"] = f"Token {token}"
-        self.batches = batches
-        self.list_pages = list_pages
+def _paths(page: str, checkpoint_ids: list[int], *, batches: int, list_pages: int) -> list[str]:
+    """Every path a request of this kind of page may ask for (wrk draws one at random each time)."""
+    per_checkpoint = {
+        "detail": "/checkpoints/{}/",
+        "batches": "/checkpoints/{}/panels/batches/",
+        "timeline": "/checkpoints/{}/charts/timeline.json",
+        "health": "/checkpoints/{}/panels/health/",
+        "api-batches": "/api/v1/checkpoints/{}/batches/",
+        "api-progress": "/api/v1/checkpoints/{}/progress/?from=%d&to=%d" % (batches // 4, batches * 3 // 4),
+    }
+    if page == "list":
+        return [f"/?page={number}" for number in range(1, list_pages + 1)]
+    if page == "api-list":
+        return ["/api/v1/checkpoints/"]
+    return [per_checkpoint[page].format(checkpoint) for checkpoint in checkpoint_ids]
 
-    def login(self) -> None:
-        self.session.get(f"{self.base}/login/")
-        token = self.session.cookies["csrftoken"]
-        response = self.session.post(
-            f"{self.base}/login/", data={"username": "load", "password": PASSWORD, "csrfmiddlewaretoken": token}, allow_redirects=False
-        )
-        assert response.status_code == 302, response.status_code
 
-    def url(self, page: str) -> str:
-        checkpoint = random.choice(self.checkpoint_ids)
-        return {
-            "list": f"/?page={random.randint(1, self.list_pages)}",
-            "detail": f"/checkpoints/{checkpoint}/",
-            "batches": f"/checkpoints/{checkpoint}/panels/batches/",
-            "timeline": f"/checkpoints/{checkpoint}/charts/timeline.json",
-            "health": f"/checkpoints/{checkpoint}/panels/health/",
-            "api-list": "/api/v1/checkpoints/",
-            "api-batches": f"/api/v1/checkpoints/{checkpoint}/batches/",
-            "api-progress": f"/api/v1/checkpoints/{checkpoint}/progress/?from={self.batches // 4}&to={self.batches * 3 // 4}",
-        }[page]
+def _session_cookie(base: str) -> str:
+    """Log the load user in; return its cookies as a Cookie header."""
+    session = requests.Session()
+    session.get(f"{base}/login/")
+    response = session.post(
+        f"{base}/login/", data={"username": "load", "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        allow_redirects=False,
+    )
+    assert response.status_code == 302, response.status_code
+    return "; ".join(f"{name}={value}" for name, value in session.cookies.items())
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for page in PAGES:
-                session = self.api if page.startswith("api-") else self.session
-                started = time.perf_counter()
-                try:
-                    ok = session.get(self.base + self.url(page), timeout=30).status_code == 200
-                except requests.RequestException:
-                    ok = False
-                self.results[page].append((time.perf_counter() - started, ok))
+
+def _run_users(args: argparse.Namespace, base: str, checkpoint_ids: list[int], *, token: str, list_pages: int) -> dict[str, dict]:
+    """``--users`` connections for ``--seconds``, shared out over the kinds of page; wrk's figures per kind."""
+    cookie = _session_cookie(base)
+    running = {}
+    for number, page in enumerate(PAGES):
+        connections = args.users // len(PAGES) + (number < args.users % len(PAGES))
+        paths_file = args.workdir / f"paths-{page}.txt"
+        paths_file.write_text("\n".join(_paths(page, checkpoint_ids, batches=args.batches, list_pages=list_pages)) + "\n")
+        headers = {"Authorization": f"Token {token}"} if page.startswith("api-") else {"Cookie": cookie}
+        command = wrk_command(base + "/", connections=connections, seconds=args.seconds, headers=headers, paths_file=paths_file)
+        running[page] = (connections, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    figures = {}
+    for page, (connections, process) in running.items():
+        output, _ = process.communicate(timeout=args.seconds + 120)
+        if process.returncode != 0:
+            raise SystemExit(f"wrk for {page} failed: {output}")
+        figures[page] = {**wrk_figures(output), "connections": connections}
+    return figures
 
 
 def _write_new_batches(args: argparse.Namespace, stop: threading.Event) -> None:
@@ -193,19 +200,14 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
 
 
-def _report(results: dict, seconds: float) -> None:
-    print(f"\n{'page':<13} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-    everything = []
-    for page in PAGES:
-        samples = results[page]
-        everything += samples
-        times = [elapsed * 1000 for elapsed, _ in samples]
-        errors = sum(1 for _, ok in samples if not ok)
-        print(f"{page:<13} {len(samples):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
-    times = [elapsed * 1000 for elapsed, _ in everything]
-    errors = sum(1 for _, ok in everything if not ok)
-    print(f"{'all':<13} {len(everything):>9} {errors:>7} {_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
-    print(f"throughput {len(everything) / seconds:.1f} requests/s; error rate {errors / max(1, len(everything)):.4f}")
+def _report(figures: dict[str, dict], seconds: float) -> None:
+    print(f"\n{'page':<13} {'clients':>7} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for page, row in figures.items():
+        print(f"{page:<13} {row['connections']:>7} {row['requests']:>9} {row['errors']:>7} "
+              f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}")
+    requests_done = sum(row["requests"] for row in figures.values())
+    errors = sum(row["errors"] for row in figures.values())
+    print(f"throughput {requests_done / seconds:.1f} requests/s; errors {errors}; error rate {errors / max(1, requests_done):.4f}")
 
 
 def _sync_gaps(since, until, interval: int) -> None:
@@ -245,6 +247,7 @@ def main() -> None:
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
+    require_wrk()
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "checkpoints").mkdir(parents=True)
     _recreate_database(args.database_url)
@@ -271,24 +274,14 @@ def main() -> None:
 
         ids = list(Checkpoint.objects.values_list("pk", flat=True))
         list_pages = -(-len(ids) // CHECKPOINTS_PER_PAGE)  # the list page asked for is one of these at random
-        stop, results = threading.Event(), defaultdict(list)
-        base = f"http://127.0.0.1:{args.port}"
-        users = [User(base, ids, stop, results, token=token, batches=args.batches, list_pages=list_pages) for _ in range(args.users)]
+        stop = threading.Event()
         writer = threading.Thread(target=_write_new_batches, args=(args, stop), daemon=True)
-        # Logged in before the clock starts: 50 password hashes at once (PBKDF2, ~0.3 s of CPU each)
-        # would otherwise sit in front of the first pages and show up as their latency.
-        for user in users:
-            user.login()
         since = timezone.now()
-        for user in users:
-            user.start()
         writer.start()
-        time.sleep(args.seconds)
+        figures = _run_users(args, f"http://127.0.0.1:{args.port}", ids, token=token, list_pages=list_pages)
         stop.set()
-        for user in users:
-            user.join(timeout=60)
         until = timezone.now()
-        _report(results, args.seconds)
+        _report(figures, args.seconds)
         _sync_gaps(since, until, args.interval)
     finally:
         _stop(processes)

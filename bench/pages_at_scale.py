@@ -10,10 +10,10 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    downsampled charts have peaks to keep), then ANALYZE.
 2. Starts gunicorn (``--gunicorn-workers``) with Redis (``--redis-url``, emptied) as the shared
    cache, and logs one session in per client.
-3. For 1 client and for ``--clients`` concurrent clients (threads), requests each page and read
-   API endpoint ``--requests`` times and prints p50/p95/p99 per page; then the first request of
-   each page (empty caches) and, as a running query adds ``--live-batches`` batches one by one,
-   the charts after each.
+3. Times the first request of each page (empty caches); then for 1 client and for ``--clients``
+   concurrent clients, keeps each page and read API endpoint busy for ``--seconds`` with wrk
+   (bench/wrk.py; Debian's package) and prints requests, errors and p50/p95/p99 per page; then,
+   as a running query adds ``--live-batches`` batches one by one, the charts after each.
 """
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
 
 from bench.load import _database_url, _percentile, _recreate_database, _start, _stop
+from bench.wrk import require_wrk, run_wrk
 
 USER, PASSWORD = "pages", "pages-bench-password"
 START_MS = 1_700_000_000_000
@@ -133,7 +133,7 @@ def _live_batches(base: str, session: requests.Session, checkpoint: int, batches
             for sql in LIVE_BATCH_SQL:
                 cursor.execute(sql, {"checkpoint": checkpoint, "query": query, "start": START_MS, "batch": batch})
         for name, url in pages.items():
-            times[name].append(_measure(base, [session], url, 1)[0][0])
+            times[name].append(_time_once(base, session, url))
     return times
 
 
@@ -177,24 +177,20 @@ def _wait_for(base: str, timeout: float = 60) -> None:
     raise SystemExit("gunicorn did not answer")
 
 
-def _measure(base: str, sessions: list[requests.Session], url: str, count: int) -> tuple[list[float], int]:
-    """Request ``url`` ``count`` times spread over the sessions, as many at once as there are sessions."""
-
-    def one(number: int) -> tuple[float, bool]:
-        started = time.perf_counter()
-        ok = sessions[number % len(sessions)].get(base + url, timeout=120).status_code == 200
-        return (time.perf_counter() - started) * 1000, ok
-
-    with ThreadPoolExecutor(len(sessions)) as pool:
-        results = list(pool.map(one, range(count)))
-    return [elapsed for elapsed, _ in results], sum(1 for _, ok in results if not ok)
+def _time_once(base: str, session: requests.Session, url: str) -> float:
+    """Milliseconds of one request of ``url``; a failed answer stops the bench."""
+    started = time.perf_counter()
+    status = session.get(base + url, timeout=120).status_code
+    if status != 200:
+        raise SystemExit(f"{url} answered {status}")
+    return (time.perf_counter() - started) * 1000
 
 
-def _report(rows: list[tuple[str, int, list[float], int]]) -> None:
+def _report(rows: list[tuple[str, int, dict]]) -> None:
     print(f"\n{'page':<18} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-    for page, clients, times, errors in rows:
-        print(f"{page:<18} {clients:>7} {len(times):>8} {errors:>6} "
-              f"{_percentile(times, .5):>8.0f} {_percentile(times, .95):>8.0f} {_percentile(times, .99):>8.0f}")
+    for page, clients, figures in rows:
+        print(f"{page:<18} {clients:>7} {figures['requests']:>8} {figures['errors']:>6} "
+              f"{figures['p50_ms']:>8.0f} {figures['p95_ms']:>8.0f} {figures['p99_ms']:>8.0f}")
 
 
 def main() -> None:
@@ -203,7 +199,7 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
     parser.add_argument("--batches", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--requests", type=int, default=100, help="requests per page and concurrency level")
+    parser.add_argument("--seconds", type=float, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument("--live-batches", type=int, default=20, help="batches added one by one at the end, each followed by the charts")
@@ -220,19 +216,20 @@ def main() -> None:
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
-        sessions = [_session(base) for _ in range(args.clients)]
+        require_wrk()
+        session = _session(base)
+        cookie = "; ".join(f"{name}={value}" for name, value in session.cookies.items())
         pages = _pages(checkpoint, args.batches)
         # The first request of each page meets an empty chart cache (a miss): timed on its own.
-        cold = {page: _measure(base, sessions[:1], url, 1)[0][0] for page, url in pages.items()}
+        cold = {page: _time_once(base, session, url) for page, url in pages.items()}
         rows = []
         for clients in (1, args.clients):
             for page, url in pages.items():
-                _measure(base, sessions[:clients], url, min(clients, 5))  # warm the workers' connections
-                times, errors = _measure(base, sessions[:clients], url, args.requests)
-                rows.append((page, clients, times, errors))
+                figures = run_wrk(base + url, connections=clients, seconds=args.seconds, headers={"Cookie": cookie})
+                rows.append((page, clients, figures))
         _report(rows)
         print("\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items()))
-        live = _live_batches(base, sessions[0], checkpoint, args.batches, args.live_batches)
+        live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
         for name, times in live.items():
             print(f"{name} after each of {len(times)} new batches: p50 {_percentile(times, .5):.0f} ms, max {max(times):.0f} ms")
     finally:

@@ -1,0 +1,45 @@
+"""Concurrent clients from wrk (Debian's package), a load tool in C.
+
+Python threads as clients share one interpreter lock and cost a few milliseconds of CPU per
+request on the same 2 cores as the server: at 50 clients they queued behind each other and
+added to the latencies they measured. wrk's event loop costs tens of microseconds a request.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+REPORT_SCRIPT = Path(__file__).with_name("wrk_percentiles.lua")
+
+
+def require_wrk() -> str:
+    path = shutil.which("wrk")
+    if path is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (Debian's package)")
+    return path
+
+
+def wrk_command(url: str, *, connections: int, seconds: float, headers: dict[str, str], paths_file: Path | None = None) -> list[str]:
+    """The wrk command that keeps ``connections`` requests in flight for ``seconds``.
+
+    With ``paths_file`` each request asks for a path drawn from it (one per line) on ``url``'s host.
+    """
+    command = [require_wrk(), f"--connections={connections}", f"--threads={min(2, connections)}", f"--duration={seconds}s",
+               "--timeout=30s", f"--script={REPORT_SCRIPT}"]
+    for name, value in headers.items():
+        command += ["--header", f"{name}: {value}"]
+    command.append(url)
+    return [*command, "--", str(paths_file)] if paths_file else command
+
+
+def wrk_figures(output: str) -> dict:
+    """wrk's figures (requests, errors, p50_ms, p95_ms, p99_ms, max_ms, seconds) from its output."""
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def run_wrk(url: str, *, connections: int, seconds: float, headers: dict[str, str]) -> dict:
+    """Keep ``connections`` requests of ``url`` in flight for ``seconds``; wrk's figures as a dict."""
+    command = wrk_command(url, connections=connections, seconds=seconds, headers=headers)
+    return wrk_figures(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
