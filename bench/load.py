@@ -247,6 +247,8 @@ def main() -> None:
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
+    if args.users < len(PAGES):
+        parser.error(f"--users must be at least {len(PAGES)}: one connection per kind of page")
     require_wrk()
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "checkpoints").mkdir(parents=True)
