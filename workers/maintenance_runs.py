@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun, SyncRun
+from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
 from workers import maintenance_actions
 from workers.checkpoint import CheckpointError
 from workers.checkpoint.maintenance import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
@@ -116,11 +116,7 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
     commits, prove a batch was written within it.
     """
     since = now - timedelta(seconds=settings.MAINTENANCE_QUIET_SECONDS)
-    syncs = list(
-        SyncRun.objects.filter(checkpoint=run.checkpoint, started_at__gte=since, status__in=SyncRun.Status.finished_ok())
-        .order_by("started_at")
-        .values("started_at", "new_batches", "new_commits")
-    )
+    syncs = list(run.checkpoint.sync_runs.read_to_the_end_since(since).values("started_at", "new_batches", "new_commits"))
     for earlier, later in zip(syncs, syncs[1:]):
         if later["new_batches"] or later["new_commits"]:
             found = f"{later['new_batches']} new batch(es) and {later['new_commits']} new commit(s)"

@@ -291,6 +291,13 @@ class Batch(models.Model):
         return ms_to_datetime(self.watermark_ms)
 
 
+class SyncRunQuerySet(models.QuerySet):
+    def read_to_the_end_since(self, since: datetime) -> SyncRunQuerySet:
+        """Syncs started at ``since`` or later that read the logs to the end (file errors leave
+        the rest read), oldest first."""
+        return self.filter(started_at__gte=since, status__in=(SyncRun.Status.OK, SyncRun.Status.PARTIAL)).order_by("started_at")
+
+
 class SyncRun(models.Model):
     """One sync of one checkpoint: what it read, how many storage calls it made, how it ended."""
 
@@ -299,11 +306,6 @@ class SyncRun(models.Model):
         OK = "ok"
         PARTIAL = "partial", "ok with file errors"
         FAILED = "failed"
-
-        @classmethod
-        def finished_ok(cls) -> tuple[str, ...]:
-            """Statuses of a sync that read the logs to the end (file errors leave the rest read)."""
-            return (cls.OK, cls.PARTIAL)
 
     class Kind(models.TextChoices):
         PROBE = "probe", "probe of the next names"
@@ -324,6 +326,8 @@ class SyncRun(models.Model):
     new_commits = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
+
+    objects = SyncRunQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["checkpoint", "-started_at"], name="sync_run_recent")]
