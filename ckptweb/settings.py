@@ -215,6 +215,7 @@ CELERY_BEAT_SCHEDULE = {
     "tail-event-logs": {"task": "workers.tasks.tail_event_logs", "schedule": float(env_int("EVENT_LOG_TAIL_SECONDS", 30))},
     # Maintenance runs whose worker died (lease expired) are resumed from where they stopped.
     "resume-interrupted-maintenance": {"task": "workers.tasks.resume_interrupted_maintenance", "schedule": 60.0},
+    "prune-history": {"task": "workers.tasks.prune_history", "schedule": 3600.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
 # Queues by kind of work, so that each can get its own workers and concurrency (docs/scaling.md):
@@ -254,6 +255,11 @@ STORAGE_MAX_ATTEMPTS = env_int("STORAGE_MAX_ATTEMPTS", 3)
 # The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
 # with a sync at most this often, not on every sync.
 INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)
+# History kept (workers/retention.py, hourly on celery beat): sync runs older than this many days
+# are folded into per-checkpoint totals (the /metrics counters go on from them) and deleted;
+# inventory passes older than INVENTORY_HISTORY_DAYS are thinned to the last pass of each day.
+SYNC_HISTORY_DAYS = env_int("SYNC_HISTORY_DAYS", 7, minimum=1)
+INVENTORY_HISTORY_DAYS = env_int("INVENTORY_HISTORY_DAYS", 2, minimum=1)
 # Maintenance: a confirmed plan older than this must be made again; a running worker renews its
 # lease this often (a crashed worker's run is resumed once the lease expires); a query counts as
 # stopped when no batch and no live progress arrived for MAINTENANCE_QUIET_SECONDS; with

@@ -1,10 +1,11 @@
 """Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_fanout,
-workers.state_sampling, workers.maintenance_runs). Their queues: workers.routing."""
+workers.state_sampling, workers.maintenance_runs, workers.retention). Their queues: workers.routing."""
 import os
 
 from celery import shared_task
+from django.utils import timezone
 
-from . import eventlogs, maintenance_runs, state_fanout, state_sampling, sync
+from . import eventlogs, maintenance_runs, retention, state_fanout, state_sampling, sync
 
 
 @shared_task(acks_late=True)
@@ -58,3 +59,9 @@ def run_maintenance_policy(policy_id: int) -> None:
     run_id = maintenance_runs.start_policy_run(policy_id)
     if run_id is not None:
         run_maintenance.delay(run_id)
+
+
+@shared_task
+def prune_history() -> dict[str, int]:
+    """Keep sync runs and inventory passes bounded (celery beat, hourly; workers.retention)."""
+    return retention.prune_history(timezone.now())

@@ -1,16 +1,16 @@
-"""Sync families: the last finished sync of each checkpoint, and totals over every SyncRun row.
+"""Sync families: the last finished sync of each checkpoint, and totals over every sync ever run.
 
-Two queries: the last finished runs by primary key (found by ``read_checkpoints``), and one
-aggregate over all SyncRun rows grouped by checkpoint. The totals are counters: they only grow
-while SyncRun rows are kept, and Prometheus treats a drop (rows deleted) as a counter reset.
+Three queries: the last finished runs by primary key (found by ``read_checkpoints``), one
+aggregate over the SyncRun rows kept, grouped by checkpoint and status, and the SyncTotal rows
+that pruned runs were folded into (workers/retention.py). The totals are counters: runs are
+folded before they are deleted, so the sum never drops.
 """
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 
-from django.db.models import Count, Q, Sum
-
-from ..models import SyncRun
+from ..models import SyncRun, SyncTotal
 from .families import CheckpointLabels, add, counter, gauge, seconds
 
 STORAGE_CALL_KINDS = ("list", "info", "read")
@@ -48,21 +48,20 @@ def _total_families(labels: CheckpointLabels) -> Iterator:
     calls = counter("sync_storage_calls", "Storage requests made by syncs, by kind (list, info, read).", ("kind",))
     read_bytes = counter("sync_storage_read_bytes", "Bytes syncs read from storage.")
     statuses = [SyncRun.Status.OK, SyncRun.Status.PARTIAL, SyncRun.Status.FAILED]
-    totals = (
-        SyncRun.objects.order_by().values("checkpoint_id")
-        .annotate(
-            **{f"runs_{status}": Count("pk", filter=Q(status=status)) for status in statuses},
-            **{f"calls_{kind}": Sum(f"{kind}_calls") for kind in STORAGE_CALL_KINDS},
-            read_bytes=Sum("bytes_read"),
-        )
-    )
-    by_checkpoint = {row["checkpoint_id"]: row for row in totals}
+    totals: dict[int, Counter] = defaultdict(Counter)
+    # Running syncs count their storage calls so far, not as a run.
+    kept = SyncRun.objects.totals_by_checkpoint_and_status()
+    folded = SyncTotal.objects.values("checkpoint_id", "status", "runs", *SyncTotal.SUMMED_FIELDS)
+    for row in [*kept, *folded]:
+        total = totals[row["checkpoint_id"]]
+        total[f"runs_{row['status']}"] += row["runs"]
+        total.update({field: row[field] or 0 for field in SyncTotal.SUMMED_FIELDS})
     # Every checkpoint gets its counters, at 0 before its first sync: increase() needs a first sample.
     for pk in labels:
-        row = by_checkpoint.get(pk, {})
+        total = totals.get(pk, Counter())
         for status in statuses:
-            add(runs, labels, pk, row.get(f"runs_{status}") or 0, str(status))
+            add(runs, labels, pk, total[f"runs_{status}"], str(status))
         for kind in STORAGE_CALL_KINDS:
-            add(calls, labels, pk, row.get(f"calls_{kind}") or 0, kind)
-        add(read_bytes, labels, pk, row.get("read_bytes") or 0)
+            add(calls, labels, pk, total[f"{kind}_calls"], kind)
+        add(read_bytes, labels, pk, total["bytes_read"])
     yield from (runs, calls, read_bytes)

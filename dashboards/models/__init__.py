@@ -6,6 +6,7 @@ from .core import (
     StreamingQuery,
     SyncIssue,
     SyncRun,
+    SyncTotal,
     default_sync_interval_seconds,
     ms_to_datetime,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "StreamingQuery",
     "SyncIssue",
     "SyncRun",
+    "SyncTotal",
     "CACHE_HITS",
     "CACHE_MISSES",
     "cache_hit_ratio",

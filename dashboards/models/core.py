@@ -292,6 +292,17 @@ class Batch(models.Model):
 
 
 class SyncRunQuerySet(models.QuerySet):
+    def finished_before(self, moment: datetime) -> SyncRunQuerySet:
+        """Finished syncs that started before ``moment`` (what retention may fold and delete)."""
+        return self.filter(started_at__lt=moment).exclude(status=SyncRun.Status.RUNNING)
+
+    def totals_by_checkpoint_and_status(self) -> SyncRunQuerySet:
+        """One row per (checkpoint, status): runs, storage calls by kind and bytes read."""
+        return (
+            self.order_by().values("checkpoint_id", "status")
+            .annotate(runs=models.Count("pk"), **{field: models.Sum(field) for field in SyncTotal.SUMMED_FIELDS})
+        )
+
     def read_to_the_end_since(self, since: datetime) -> SyncRunQuerySet:
         """Syncs started at ``since`` or later that read the logs to the end (file errors leave
         the rest read), oldest first."""
@@ -338,6 +349,31 @@ class SyncRun(models.Model):
     @property
     def duration(self) -> timedelta | None:
         return None if self.finished_at is None else self.finished_at - self.started_at
+
+
+class SyncTotal(models.Model):
+    """What the syncs of one checkpoint that ended with one status did, once their rows were pruned.
+
+    workers/retention.py folds sync runs older than CKPTWEB_SYNC_HISTORY_DAYS into these rows
+    before deleting them; the /metrics counters are these plus the runs still kept, so pruning
+    never makes a counter drop.
+    """
+
+    SUMMED_FIELDS = ("list_calls", "info_calls", "read_calls", "bytes_read")
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="sync_totals")
+    status = models.CharField(max_length=10, choices=SyncRun.Status.choices)
+    runs = models.PositiveBigIntegerField(default=0)
+    list_calls = models.PositiveBigIntegerField(default=0)
+    info_calls = models.PositiveBigIntegerField(default=0)
+    read_calls = models.PositiveBigIntegerField(default=0)
+    bytes_read = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["checkpoint", "status"], name="one_sync_total_per_status")]
+
+    def __str__(self) -> str:
+        return f"{self.runs} pruned {self.status} syncs of {self.checkpoint}"
 
 
 class SyncIssueQuerySet(models.QuerySet):

@@ -4,7 +4,7 @@ Only workers.inspection writes these rows.
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import models
 from django.utils import timezone
@@ -65,6 +65,11 @@ class DirectoryInventoryQuerySet(models.QuerySet):
         """The rows of the checkpoint's most recent inventory pass."""
         taken = self.filter(checkpoint=checkpoint).aggregate(latest=models.Max("taken_at"))["latest"]
         return self.filter(checkpoint=checkpoint, taken_at=taken).order_by("path")
+
+    def pass_times_before(self, checkpoint_id: int, moment: datetime) -> list[datetime]:
+        """When each of the checkpoint's inventory passes older than ``moment`` was taken, oldest first."""
+        passes = self.filter(checkpoint_id=checkpoint_id, taken_at__lt=moment).order_by("taken_at")
+        return list(passes.values_list("taken_at", flat=True).distinct())
 
     def growth_for(self, checkpoint: Checkpoint) -> DirectoryInventoryQuerySet:
         """Every pass's (time, kind, bytes, files) for the growth chart, oldest first."""

@@ -28,9 +28,10 @@ from workers.checkpoint.progress import progress_from_dict
 
 pytestmark = pytest.mark.django_db
 
-# read_checkpoints, last runs, sync totals, progress, operators, state stores, logs, inventory,
-# findings, maintenance runs, beat, event-log directories (dashboards/metrics/collector.py).
-METRICS_QUERIES = 12
+# read_checkpoints, last runs, sync totals of the runs kept and of the runs pruned, progress,
+# operators, state stores, logs, inventory, findings, maintenance runs, beat, event-log
+# directories (dashboards/metrics/collector.py).
+METRICS_QUERIES = 13
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 
 
