@@ -18,6 +18,20 @@ class CheckpointError(Exception):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self):
+        # Pickle rebuilds an exception by calling its class with ``args`` (the message here),
+        # which the subclasses' signatures refuse; rebuild without __init__ instead, so that an
+        # error crosses a process boundary (the readers of workers.checkpoint.batchread, Celery's
+        # prefork pipe) whole: same class, message and fields.
+        return _restore_error, (type(self), self.args, dict(self.__dict__))
+
+
+def _restore_error(cls: type[CheckpointError], args: tuple, fields: dict) -> CheckpointError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
 
 class CorruptFileError(CheckpointError):
     """A file exists but its content is not what Spark writes."""

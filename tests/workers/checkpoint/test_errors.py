@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from workers.checkpoint import (
@@ -12,6 +14,7 @@ from workers.checkpoint import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from workers.checkpoint.errors import UnsupportedCodecError
 
 
 def test_corrupt_file_error_starts_with_the_path_and_gives_the_byte_offset():
@@ -60,3 +63,22 @@ def test_path_and_reason_errors_start_with_the_path(error_class):
 )
 def test_error_hierarchy_matches_the_architecture_document(error_class, parent):
     assert issubclass(error_class, parent)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        CorruptFileError("offsets/1", "line 2: invalid JSON", offset=3),
+        TruncatedFileError("state/0/0/1.delta", "ends inside a record"),
+        IncompleteLogFileError("commits/4"),
+        UnsupportedVersionError("offsets/9", found=9, supported=2),
+        StorageError("offsets", "cannot list the directory"),
+        MissingFileError("commits/7", "no such file"),
+        PathNotAllowedError("state/0/0", "the file is a symbolic link to a place outside the allowed roots"),
+        UnsupportedCodecError("state/0/0/1.delta", codec="snappy"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_every_error_crosses_a_process_boundary_whole(error):
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.__dict__) == (type(error), str(error), error.__dict__)
