@@ -21,8 +21,8 @@ class CheckpointError(Exception):
     def __reduce__(self):
         # Pickle rebuilds an exception by calling its class with ``args`` (the message here),
         # which the subclasses' signatures refuse; rebuild without __init__ instead, so that an
-        # error crosses a process boundary (the readers of workers.checkpoint.batchread, Celery's
-        # prefork pipe) whole: same class, message and fields.
+        # error crosses a process boundary (Celery's prefork pipe, a process pool) whole: same
+        # class, message and fields.
         return _restore_error, (type(self), self.args, dict(self.__dict__))
 
 
