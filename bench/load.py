@@ -153,21 +153,27 @@ def _paths(page: str, checkpoint_ids: list[int], *, batches: int, list_pages: in
     return [per_checkpoint[page].format(checkpoint) for checkpoint in checkpoint_ids]
 
 
-def _session_cookie(base: str) -> str:
-    """Log the load user in; return its cookies as a Cookie header."""
+def logged_in_session(base: str, username: str, password: str) -> requests.Session:
+    """A requests session of ``username``, logged in through the login page as a browser would."""
     session = requests.Session()
     session.get(f"{base}/login/")
     response = session.post(
-        f"{base}/login/", data={"username": "load", "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        f"{base}/login/", data={"username": username, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
         allow_redirects=False,
     )
-    assert response.status_code == 302, response.status_code
+    if response.status_code != 302:
+        raise SystemExit(f"login of {username!r} failed: {response.status_code}")
+    return session
+
+
+def cookie_header(session: requests.Session) -> str:
+    """The session's cookies as one Cookie header (for wrk)."""
     return "; ".join(f"{name}={value}" for name, value in session.cookies.items())
 
 
 def _run_users(args: argparse.Namespace, base: str, checkpoint_ids: list[int], *, token: str, list_pages: int) -> dict[str, dict]:
     """``--users`` connections for ``--seconds``, shared out over the kinds of page; wrk's figures per kind."""
-    cookie = _session_cookie(base)
+    cookie = cookie_header(logged_in_session(base, "load", PASSWORD))
     running = {}
     for number, page in enumerate(PAGES):
         connections = args.users // len(PAGES) + (number < args.users % len(PAGES))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import requests
 
-from bench.load import _database_url, _percentile, _recreate_database, _start, _stop
+from bench.load import _database_url, _percentile, _recreate_database, _start, _stop, cookie_header, logged_in_session
 from bench.wrk import require_wrk, run_wrk
 
 USER, PASSWORD = "pages", "pages-bench-password"
@@ -153,18 +153,6 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
     }
 
 
-def _session(base: str) -> requests.Session:
-    session = requests.Session()
-    session.get(f"{base}/login/")
-    response = session.post(
-        f"{base}/login/", data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
-        allow_redirects=False,
-    )
-    if response.status_code != 302:
-        raise SystemExit(f"login failed: {response.status_code}")
-    return session
-
-
 def _wait_for(base: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -199,7 +187,7 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
     parser.add_argument("--batches", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=15, help="how long wrk keeps each page busy at each concurrency")
+    parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument("--live-batches", type=int, default=20, help="batches added one by one at the end, each followed by the charts")
@@ -217,8 +205,8 @@ def main() -> None:
     try:
         _wait_for(base)
         require_wrk()
-        session = _session(base)
-        cookie = "; ".join(f"{name}={value}" for name, value in session.cookies.items())
+        session = logged_in_session(base, USER, PASSWORD)
+        cookie = cookie_header(session)
         pages = _pages(checkpoint, args.batches)
         # The first request of each page meets an empty chart cache (a miss): timed on its own.
         cold = {page: _time_once(base, session, url) for page, url in pages.items()}

@@ -21,7 +21,7 @@ def require_wrk() -> str:
     return path
 
 
-def wrk_command(url: str, *, connections: int, seconds: float, headers: dict[str, str], paths_file: Path | None = None) -> list[str]:
+def wrk_command(url: str, *, connections: int, seconds: int, headers: dict[str, str], paths_file: Path | None = None) -> list[str]:
     """The wrk command that keeps ``connections`` requests in flight for ``seconds``.
 
     With ``paths_file`` each request asks for a path drawn from it (one per line) on ``url``'s host.
@@ -39,7 +39,7 @@ def wrk_figures(output: str) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
-def run_wrk(url: str, *, connections: int, seconds: float, headers: dict[str, str]) -> dict:
+def run_wrk(url: str, *, connections: int, seconds: int, headers: dict[str, str]) -> dict:
     """Keep ``connections`` requests of ``url`` in flight for ``seconds``; wrk's figures as a dict."""
     command = wrk_command(url, connections=connections, seconds=seconds, headers=headers)
     return wrk_figures(subprocess.run(command, check=True, capture_output=True, text=True).stdout)

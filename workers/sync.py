@@ -17,9 +17,9 @@ import gc
 import os
 import socket
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings

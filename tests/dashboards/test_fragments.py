@@ -60,8 +60,10 @@ def test_a_sync_that_finds_nothing_new_still_moves_the_version(history):
     # A finding or a sync run's row may change without a new batch: the version is the sync's time.
     checkpoint, _ = history
     before = synced_version(checkpoint)
+    assert cached_text("test", before, lambda: "old") == "old"
     sync_checkpoint(checkpoint.pk)
     checkpoint.refresh_from_db()
     assert synced_version(checkpoint) != before
-    assert cached_text("test", before, lambda: "old") == "old"
+    # The text built for the old version is still served for it, and only for it.
+    assert cached_text("test", before, lambda: "rebuilt") == "old"
     assert cached_text("test", synced_version(checkpoint), lambda: "new") == "new"

@@ -23,8 +23,8 @@ def query_stopped(
 
     ``offsets`` and ``commits`` are the listings of the two logs; ``now`` is on the storage's clock
     (``clock.StorageClock``), the clock that dated the files. A listing without modification times
-    cannot prove the query is idle, and neither can a file dated after ``now``: whatever stamped it disagrees with the storage's clock, so the time since the last
-    batch is unknown.
+    cannot prove the query is idle, and neither can a file dated after ``now``: whatever stamped it
+    disagrees with the storage's clock, so the time since the last batch is unknown.
     """
     listings = {OFFSETS_DIR: offsets, COMMITS_DIR: commits}
     files = [(directory, info) for directory, listing in listings.items() for info in listing if not info.is_dir]
