@@ -108,7 +108,7 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         sink = sink_log_storage(checkpoint)
         # The full pass walks first, so that a reconcile due with it lists nothing twice.
         facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
-        with _collector_skips_what_exists_now():
+        with _collector_skips_what_exists_now(), storage.reusing_directories():
             _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
             inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
             _store_findings(checkpoint, run, [storage, sink], findings, inspection)

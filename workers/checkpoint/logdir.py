@@ -12,6 +12,7 @@ These functions join the pure parsers to ``CheckpointStorage``: each reads one f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .commits import CommitMetadata, parse_commit
@@ -21,7 +22,7 @@ from .offsets import OffsetSeq, parse_offset_seq
 
 if TYPE_CHECKING:
     # Annotations only: the readers need just the methods of CheckpointStorage.
-    from .storage import CheckpointStorage
+    from .storage import CheckpointStorage, FileInfo
 
 
 def list_batch_ids(storage: CheckpointStorage, dirname: str, *, compactible: bool = False) -> list[int]:
@@ -30,7 +31,15 @@ def list_batch_ids(storage: CheckpointStorage, dirname: str, *, compactible: boo
     Ignores directories, ``.N.crc`` checksums, temporary files and any other name that is not a
     batch id; ``N.compact`` counts only for compactible logs.
     """
-    ids = (parse_batch_id(info.name, compactible) for info in storage.list_dir(dirname) if not info.is_dir)
+    listed = getattr(storage, "batch_ids", None)  # a TreeListing keeps them
+    if listed is not None:
+        return listed(dirname, compactible=compactible)
+    return batch_ids_of(storage.list_dir(dirname), compactible=compactible)
+
+
+def batch_ids_of(entries: Iterable[FileInfo], *, compactible: bool = False) -> list[int]:
+    """The sorted batch ids among the entries of a log directory (list_batch_ids)."""
+    ids = (parse_batch_id(info.name, compactible) for info in entries if not info.is_dir)
     return sorted(batch_id for batch_id in ids if batch_id is not None)
 
 

@@ -10,13 +10,14 @@ library's own errors with the relative path attached.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import posixpath
 import re
 import stat
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ import fsspec
 import fsspec.exceptions
 
 from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+from .localdirs import HeldDirectories
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
 # exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
@@ -40,6 +42,8 @@ _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 _LOCAL_SCHEMES = frozenset({"file", "local"})
 # Local reads go in pieces of this size (see CheckpointStorage._read_local).
 LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
+# The first read of a local file: a log file of a batch is about 1 KB.
+LOCAL_FIRST_READ_BYTES = 8 * 1024
 # fsspec listing keys that carry a modification time, most specific first. The memory
 # filesystem only records "created", which is the mtime of Spark's write-once files.
 _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
@@ -183,6 +187,7 @@ class CheckpointStorage:
         self._root = root if root == "/" else root.rstrip("/")
         protocols = self._fs.protocol if isinstance(self._fs.protocol, tuple) else (self._fs.protocol,)
         self._is_local = bool(_LOCAL_SCHEMES & set(protocols))
+        self._held_directories: HeldDirectories | None = None
 
     def __repr__(self) -> str:
         return f"CheckpointStorage({self.url!r})"
@@ -246,28 +251,63 @@ class CheckpointStorage:
         A local ``read(n)`` allocates n bytes before reading, so asking for the whole budget
         (1 GiB for state files) at once would reserve it for every small file.
         """
-        chunks, position = [], start
+        chunks, position, size = [], start, None
         # A bare descriptor: the built-in open's buffered file object cost 9 us of the 18 us a
         # small log file took (and fsspec's local file object more), in a first sync of 200k files.
-        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        descriptor = self._open_local(path, relpath)
         try:
-            self._check_opened_file(descriptor, path, relpath)
             if start:
                 os.lseek(descriptor, start, os.SEEK_SET)
-            # Ask for the size the file has now, plus one byte to see its end in the same call
-            # (read(n) allocates n bytes first: a full chunk per small log file cost 20 us).
-            size = os.fstat(descriptor).st_size
             while end is None or position < end:
-                wanted = min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
+                if size is None:
+                    # Most log files end within a first small read, without asking their size.
+                    wanted = LOCAL_FIRST_READ_BYTES
+                else:
+                    # Then the size the file has now, plus one byte to see its end in the same
+                    # call (a full chunk per small file cost 20 us).
+                    wanted = min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
                 wanted = wanted if end is None else min(wanted, end - position)
                 chunk = os.read(descriptor, wanted)
                 chunks.append(chunk)
                 position += len(chunk)
                 if len(chunk) < wanted:  # a read of a regular file is short only at its end
                     break
+                if size is None:
+                    size = os.fstat(descriptor).st_size
         finally:
             os.close(descriptor)
         return b"".join(chunks)
+
+    def _open_local(self, path: str, relpath: str) -> int:
+        """Open a local file for reading, once it is known to be inside the allowed roots."""
+        if self._held_directories is not None:
+            descriptor = self._held_directories.open_file(path, relpath)
+            if descriptor is not None:
+                return descriptor
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._check_opened_file(descriptor, path, relpath)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        return descriptor
+
+    @contextlib.contextmanager
+    def reusing_directories(self) -> Iterator[None]:
+        """Within the block, a local file is opened inside its directory, opened and checked once.
+
+        For a pass that reads many files (a sync): see workers.checkpoint.localdirs. Directories
+        are held only until the block ends, and nothing changes for other filesystems.
+        """
+        if not self._is_local or self._held_directories is not None:
+            yield
+            return
+        self._held_directories = HeldDirectories(self._check_opened_file)
+        try:
+            yield
+        finally:
+            held, self._held_directories = self._held_directories, None
+            held.close()
 
     def _check_opened_file(self, descriptor: int, path: str, relpath: str) -> None:
         """Refuse a file that is, or lies below, a symbolic link leading out of the allowed roots.

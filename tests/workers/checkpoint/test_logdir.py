@@ -11,6 +11,7 @@ from workers.checkpoint import (
     read_commit,
     read_offset_seq,
 )
+from workers.checkpoint.inventory import list_tree
 
 INCONSISTENT = "checkpoint-test-offsetId-commitId-inconsistent"
 
@@ -53,6 +54,13 @@ def test_batch_ids_ignore_directories_temporary_files_and_other_names(tmp_path, 
     storage = CheckpointStorage(str(tmp_path))
     assert list_batch_ids(storage, "log") == [0, 1, 12]
     assert list_batch_ids(storage, "log", compactible=True) == [0, 1, 7, 12]
+    # A listing taken once answers the same, and a caller changing its list changes no other's.
+    listing = list_tree(storage)
+    first = list_batch_ids(listing, "log")
+    first.append(99)
+    assert list_batch_ids(listing, "log") == [0, 1, 12]
+    assert list_batch_ids(listing, "log", compactible=True) == [0, 1, 7, 12]
+    assert list_batch_ids(listing, "missing") == []
 
 
 def test_read_offset_seq_reads_offsets_slash_batch_id(inconsistent):

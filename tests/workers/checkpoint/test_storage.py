@@ -294,6 +294,7 @@ def test_a_local_read_does_not_reserve_its_whole_budget(tmp_path):
 def test_a_local_read_larger_than_one_chunk_is_whole(tmp_path, monkeypatch):
     from workers.checkpoint import storage as storage_module
 
+    monkeypatch.setattr(storage_module, "LOCAL_FIRST_READ_BYTES", 5)
     monkeypatch.setattr(storage_module, "LOCAL_READ_CHUNK_BYTES", 7)
     data = bytes(range(256)) * 3
     (tmp_path / "big").write_bytes(data)
