@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from workers.checkpoint import CheckpointStorage
+from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
 
 
 def storage_options_for(url: str) -> dict[str, Any]:
@@ -25,6 +26,8 @@ def storage_options_for(url: str) -> dict[str, Any]:
         "config_kwargs": {
             "connect_timeout": timeout, "read_timeout": timeout,
             "retries": {"max_attempts": settings.STORAGE_MAX_ATTEMPTS, "mode": "standard"},
+            # A connection for each read a first sync keeps in flight (CheckpointStorage.read_many).
+            "max_pool_connections": REMOTE_READS_IN_FLIGHT,
         },
     }
     if settings.S3_ENDPOINT_URL:

@@ -37,19 +37,21 @@ from workers.inspection import (
     walk_checkpoint,
 )
 from workers.storage_options import open_storage
-from workers.checkpoint import MAX_PROBES_PER_SYNC, iter_next_entries
-from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint import (
+    MAX_PROBES_PER_SYNC,
     CheckpointError,
     CheckpointStorage,
     CommitMetadata,
     MissingFileError,
     OffsetSeq,
     find_stream_metadata,
+    iter_next_entries,
     list_batch_ids,
     read_commit,
     read_offset_seq,
 )
+from workers.checkpoint.inventory import TreeListing
+from workers.checkpoint.readahead import ReadAhead, read_ahead
 
 # The most offsets files one probe reads: a query far ahead is caught up over several syncs, and
 # what a sync holds in memory stays bounded whatever the history.
@@ -188,10 +190,14 @@ def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
     for start in range(0, len(new_ids), RECONCILE_CHUNK_BATCHES):
         if findings.new_offsets:
             _store_chunk(checkpoint, findings)
-        for batch_id in new_ids[start : start + RECONCILE_CHUNK_BATCHES]:
-            _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, storage)
+        chunk = new_ids[start : start + RECONCILE_CHUNK_BATCHES]
+        # On an object store the chunk's files are fetched with several GETs in flight.
+        wanted = [f"offsets/{batch_id}" for batch_id in chunk] + [f"commits/{batch_id}" for batch_id in chunk if batch_id in commit_ids]
+        source = read_ahead(storage, wanted)
+        for batch_id in chunk:
+            _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, source)
             if batch_id in commit_ids:
-                _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
+                _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source)
     for batch_id in sorted(commit_ids & _uncommitted_batch_ids(checkpoint, commit_ids)):
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
 
@@ -207,7 +213,7 @@ def _store_chunk(checkpoint: Checkpoint, findings: SyncFindings) -> None:
 
 
 def _collect(
-    into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage, *, missing_ok: bool = False
+    into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage | ReadAhead, *, missing_ok: bool = False
 ) -> None:
     """Read one log entry into ``into``; a file that cannot be read becomes a problem.
 

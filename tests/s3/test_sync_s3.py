@@ -63,3 +63,25 @@ def test_a_probe_on_s3_reads_only_the_new_names_and_lists_nothing(s3_bucket, tmp
     assert (run.kind, run.list_calls, run.read_calls) == (SyncRun.Kind.PROBE, 0, 5)
     assert run.bytes_read == 2 * (len(template.offsets) + len(template.commits))
     assert checkpoint.batches.filter(is_committed=True).count() == 32
+
+
+def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_bucket, tmp_path, copy_checkpoint):
+    # The reconcile reads its files ahead, several at a time: an error must still name its file.
+    history = tmp_path / "history"
+    write_batches(history, range(12), read_template())
+    (history / "offsets" / "4").write_bytes(b"v1\n{not json\n")
+    (history / "commits" / "7").write_bytes(b"v99\n{}\n")
+    (history / "offsets" / "9").write_bytes(b"v1\n" + b"x" * 200)
+    _upload(s3_bucket, history, "broken")
+    remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/broken")
+    local = make_checkpoint(name="local", url=str(copy_checkpoint(history, "broken")))
+
+    remote_run, local_run = sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+
+    def issues(checkpoint: Checkpoint) -> list[tuple[str, str, str]]:
+        return list(checkpoint.issues.order_by("path").values_list("path", "error_type", "reason"))
+
+    assert [issue[0] for issue in issues(local)] == ["commits/7", "offsets/4", "offsets/9"]
+    assert issues(remote) == issues(local)
+    assert _rows(remote) == _rows(local)
+    assert _calls(remote_run) == _calls(local_run)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import fsspec
+import fsspec.asyn
 import fsspec.exceptions
 
 from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
@@ -42,6 +43,9 @@ _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 _LOCAL_SCHEMES = frozenset({"file", "local"})
 # Local reads go in pieces of this size (see CheckpointStorage._read_local).
 LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
+# Reads read_many keeps in flight on an object store. botocore's connection pool must hold as many
+# (workers.storage_options sets max_pool_connections to this).
+REMOTE_READS_IN_FLIGHT = 16
 # The first read of a local file: a log file of a batch is about 1 KB.
 LOCAL_FIRST_READ_BYTES = 8 * 1024
 # fsspec listing keys that carry a modification time, most specific first. The memory
@@ -233,16 +237,66 @@ class CheckpointStorage:
         # more than the budget is ever held in memory.
         end = None if max_bytes is None else start + max_bytes + 1
         try:
-            data = self._read_local(path, relpath, start, end) if self._is_local else bytes(self._fs.cat_file(path, start=start, end=end))
-        except FileNotFoundError:
-            raise MissingFileError(relpath, "no such file") from None
-        except CheckpointError:
-            raise
+            content = self._read_local(path, relpath, start, end) if self._is_local else self._fs.cat_file(path, start=start, end=end)
         except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath, "cannot read the file", exc) from exc
+            content = exc
+        result = self._checked_content(relpath, content, max_bytes)
+        if isinstance(result, CheckpointError):
+            raise result
+        return result
+
+    @property
+    def reads_concurrently(self) -> bool:
+        """Whether read_many has several reads in flight (an async filesystem: s3fs, gcsfs, adlfs...)."""
+        return not self._is_local and isinstance(self._fs, fsspec.asyn.AsyncFileSystem)
+
+    def read_many(self, relpaths: Sequence[str], *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> dict[str, bytes | CheckpointError]:
+        """Read whole files; each maps to its content or to the error read_bytes would raise.
+
+        On an async filesystem REMOTE_READS_IN_FLIGHT GETs are in flight at a time (fsspec's
+        cat_ranges): one GET after another paid a round trip per file, and a first sync of a
+        long history reads two small files per batch. Elsewhere the files are read in turn.
+        Counted as one read call per file, as read_bytes would.
+        """
+        if not self.reads_concurrently:
+            return {relpath: self._read_or_error(relpath, max_bytes) for relpath in relpaths}
+        results: dict[str, bytes | CheckpointError] = {}
+        paths: dict[str, str] = {}
+        for relpath in relpaths:
+            try:
+                paths[relpath] = self._path(relpath)
+            except CheckpointError as exc:
+                results[relpath] = exc
+        end = None if max_bytes is None else max_bytes + 1
+        self.calls.read += len(paths)
+        try:
+            contents = self._fs.cat_ranges(list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT)
+        except _BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
+            contents = [exc] * len(paths)
+        for relpath, content in zip(paths, contents):
+            results[relpath] = self._checked_content(relpath, content, max_bytes)
+        return results
+
+    def _read_or_error(self, relpath: str, max_bytes: int | None) -> bytes | CheckpointError:
+        try:
+            return self.read_bytes(relpath, max_bytes=max_bytes)
+        except CheckpointError as exc:
+            return exc
+
+    def _checked_content(self, relpath: str, content: bytes | BaseException, max_bytes: int | None) -> bytes | CheckpointError:
+        """One result of cat_ranges as read_range would have returned or raised it."""
+        if isinstance(content, FileNotFoundError):
+            return MissingFileError(relpath, "no such file")
+        if isinstance(content, CheckpointError):
+            return content
+        if isinstance(content, BaseException):
+            error = _storage_error(relpath, "cannot read the file", content)
+            error.__cause__ = content
+            return error
+        data = bytes(content)
         self.calls.bytes_read += len(data)
         if max_bytes is not None and len(data) > max_bytes:
-            raise CorruptFileError(relpath, f"file is larger than the read limit of {max_bytes} bytes")
+            return CorruptFileError(relpath, f"file is larger than the read limit of {max_bytes} bytes")
         return data
 
     def _read_local(self, path: str, relpath: str, start: int, end: int | None) -> bytes:

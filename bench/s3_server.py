@@ -1,0 +1,61 @@
+"""moto's S3 server on loopback, with a delay per request and a count of requests in flight.
+
+moto answers in about 4 ms of its own CPU; a real object store is tens of milliseconds away and
+serves many requests at once. The delay (a sleep, which leaves the CPU to other requests) makes
+the round trip the cost, as it is on a real store; ``max_in_flight`` tells how many requests a
+client really had open together. Used by bench/s3_first_sync.py and tests/s3.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
+
+
+class DelayedS3Server:
+    """A threaded moto server that waits ``delay_seconds`` before each request."""
+
+    def __init__(self, port: int = 0, *, delay_seconds: float = 0.0) -> None:
+        """``port`` 0: one the system picks (see ``endpoint``)."""
+        self.delay_seconds = delay_seconds
+        self.requests = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server("127.0.0.1", port, self._handle, threaded=True, request_handler=MotoRequestHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def start(self) -> DelayedS3Server:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join()
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests = self.max_in_flight = 0
+
+    def _handle(self, environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
+        with self._lock:
+            self.requests += 1
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            if self.delay_seconds:
+                time.sleep(self.delay_seconds)
+            # Drain the body here, so that the request counts as in flight until it is answered.
+            return list(self._app(environ, start_response))
+        finally:
+            with self._lock:
+                self._in_flight -= 1
