@@ -59,6 +59,10 @@ PROBE_LIMIT = MAX_PROBES_PER_SYNC
 # A reconcile that finds more new batches than this stores them in chunks of this many, each in
 # its own transaction, so that a first sync of a long history holds one chunk in memory at a time.
 RECONCILE_CHUNK_BATCHES = 5_000
+# Batches whose files a reconcile reads ahead together on an object store: 128 files, 8 rounds of
+# REMOTE_READS_IN_FLIGHT GETs. A window, not the chunk, so that what is held before parsing stays
+# small even for a source whose offsets files are large (a Kafka source's: tens of bytes a partition).
+READ_AHEAD_BATCHES = 64
 
 
 @dataclass
@@ -190,16 +194,32 @@ def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
     for start in range(0, len(new_ids), RECONCILE_CHUNK_BATCHES):
         if findings.new_offsets:
             _store_chunk(checkpoint, findings)
-        chunk = new_ids[start : start + RECONCILE_CHUNK_BATCHES]
-        # On an object store the chunk's files are fetched with several GETs in flight.
-        wanted = [f"offsets/{batch_id}" for batch_id in chunk] + [f"commits/{batch_id}" for batch_id in chunk if batch_id in commit_ids]
-        source = read_ahead(storage, wanted)
-        for batch_id in chunk:
-            _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, source)
-            if batch_id in commit_ids:
-                _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source)
+        _read_batches(storage, findings, new_ids[start : start + RECONCILE_CHUNK_BATCHES], commit_ids)
     for batch_id in sorted(commit_ids & _uncommitted_batch_ids(checkpoint, commit_ids)):
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
+
+
+def _read_batches(storage: CheckpointStorage, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]) -> None:
+    """Read offsets/N, and commits/N where listed, of each batch.
+
+    On an object store a window of batches is fetched at a time with several GETs in flight
+    (read_ahead); the window bounds what is held before parsing. Local files are read in turn.
+    """
+    if not storage.reads_concurrently:
+        _read_window(storage, findings, batch_ids, commit_ids)
+        return
+    for start in range(0, len(batch_ids), READ_AHEAD_BATCHES):
+        window = batch_ids[start : start + READ_AHEAD_BATCHES]
+        wanted = [f"offsets/{batch_id}" for batch_id in window]
+        wanted += [f"commits/{batch_id}" for batch_id in window if batch_id in commit_ids]
+        _read_window(read_ahead(storage, wanted), findings, window, commit_ids)
+
+
+def _read_window(source: CheckpointStorage | ReadAhead, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]) -> None:
+    for batch_id in batch_ids:
+        _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, source)
+        if batch_id in commit_ids:
+            _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source)
 
 
 @transaction.atomic

@@ -65,8 +65,9 @@ def test_a_probe_on_s3_reads_only_the_new_names_and_lists_nothing(s3_bucket, tmp
     assert checkpoint.batches.filter(is_committed=True).count() == 32
 
 
-def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_bucket, tmp_path, copy_checkpoint):
+def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_bucket, tmp_path, copy_checkpoint, monkeypatch):
     # The reconcile reads its files ahead, several at a time: an error must still name its file.
+    monkeypatch.setattr("workers.sync.READ_AHEAD_BATCHES", 5)  # windows of 5 batches: 0-4, 5-9, 10-11
     history = tmp_path / "history"
     write_batches(history, range(12), read_template())
     (history / "offsets" / "4").write_bytes(b"v1\n{not json\n")
