@@ -98,3 +98,24 @@ def test_a_local_storage_reads_nothing_ahead(tmp_path):
     assert storage.calls.read == 0
     assert storage.read_many(["offsets/0", "offsets/1"])["offsets/0"] == b"v1\n"
     assert isinstance(storage.read_many(["offsets/1"])["offsets/1"], MissingFileError)
+
+
+def test_an_empty_object_and_a_range_past_the_end_read_as_empty_as_on_disk(delayed_s3, tmp_path):
+    # S3 answers a range starting at or past an object's end with 416; on disk such a read is b"".
+    boto3.client("s3", endpoint_url=delayed_s3.endpoint, region_name="us-east-1").put_object(
+        Bucket=BUCKET, Key="q/commits/0", Body=b""
+    )
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "0").write_bytes(b"")
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "2").write_bytes(FILES["q/offsets/2"])
+    remote, local = _storage(delayed_s3), CheckpointStorage(str(tmp_path))
+    size = len(FILES["q/offsets/2"])
+    for storage in (remote, local):
+        assert storage.read_bytes("commits/0") == b""
+        assert storage.read_many(["commits/0"]) == {"commits/0": b""}
+        assert storage.read_range("offsets/2", size) == b""
+        assert storage.read_range("offsets/2", size + 10) == b""
+        assert storage.read_range("offsets/2", size - 3) == FILES["q/offsets/2"][-3:]
+        with pytest.raises(MissingFileError):
+            storage.read_range("commits/9", 5)

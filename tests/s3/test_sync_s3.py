@@ -86,3 +86,31 @@ def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_buc
     assert issues(remote) == issues(local)
     assert _rows(remote) == _rows(local)
     assert _calls(remote_run) == _calls(local_run)
+
+
+def test_a_probe_on_s3_goes_past_an_empty_offsets_file_as_on_disk(s3_bucket, tmp_path, copy_checkpoint):
+    # A crash can leave an empty log file on a store without atomic renames ("incomplete log
+    # file"); S3 refuses a range read of it (416), which must not read as a storage failure that
+    # stops the probe.
+    history = tmp_path / "history"
+    write_batches(history, range(3), read_template())
+    _upload(s3_bucket, history, "gap")
+    remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/gap")
+    local_dir = copy_checkpoint(history, "gap")
+    local = make_checkpoint(name="local", url=str(local_dir))
+    sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+    template = read_template()
+    for name, body in (("offsets/3", b""), ("offsets/4", template.offsets), ("commits/4", template.commits)):
+        s3_bucket.put_object(Bucket=BUCKET, Key=f"gap/{name}", Body=body)
+        (local_dir / name).write_bytes(body)
+
+    remote_run, local_run = sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+
+    def issues(checkpoint: Checkpoint) -> list[tuple[str, str]]:
+        return list(checkpoint.issues.open().values_list("path", "error_type"))
+
+    assert issues(local) == [("offsets/3", "IncompleteLogFileError")]
+    assert issues(remote) == issues(local)
+    assert remote_run.kind == local_run.kind == SyncRun.Kind.PROBE
+    assert list(remote.batches.values_list("batch_id", flat=True).order_by("batch_id")) == [0, 1, 2, 4]
+    assert _rows(remote) == _rows(local)

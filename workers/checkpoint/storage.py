@@ -239,7 +239,7 @@ class CheckpointStorage:
         try:
             content = self._read_local(path, relpath, start, end) if self._is_local else self._fs.cat_file(path, start=start, end=end)
         except _BACKEND_ERRORS as exc:
-            content = exc
+            content = b"" if not self._is_local and self._asked_past_the_end(path, start, exc) else exc
         result = self._checked_content(relpath, content, max_bytes)
         if isinstance(result, CheckpointError):
             raise result
@@ -273,9 +273,29 @@ class CheckpointStorage:
             contents = self._fs.cat_ranges(list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT)
         except _BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
             contents = [exc] * len(paths)
-        for relpath, content in zip(paths, contents):
+        for (relpath, path), content in zip(paths.items(), contents):
+            if isinstance(content, BaseException) and self._asked_past_the_end(path, 0, content):
+                content = b""
             results[relpath] = self._checked_content(relpath, content, max_bytes)
         return results
+
+    def _asked_past_the_end(self, path: str, start: int, exc: BaseException) -> bool:
+        """Tell whether a failed ranged read of an object asked for bytes at or past its end.
+
+        Object stores answer such a range with 416 (not satisfiable): an empty file (Spark's
+        "incomplete log file", which a crash can leave on a store without atomic renames) and an
+        event log with no new bytes would read as storage failures (s3fs raises OSError EINVAL),
+        and a probe would stop there. One info call tells; the read is then empty, as on disk.
+        """
+        if not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError):
+            return False
+        self.calls.info += 1
+        self._fs.invalidate_cache(path)  # the size now, not that of a cached listing
+        try:
+            size = self._fs.info(path).get("size")
+        except _BACKEND_ERRORS:
+            return False
+        return size is not None and int(size) <= start
 
     def _read_or_error(self, relpath: str, max_bytes: int | None) -> bytes | CheckpointError:
         try:
