@@ -119,3 +119,18 @@ def test_an_empty_object_and_a_range_past_the_end_read_as_empty_as_on_disk(delay
         assert storage.read_range("offsets/2", size - 3) == FILES["q/offsets/2"][-3:]
         with pytest.raises(MissingFileError):
             storage.read_range("commits/9", 5)
+
+
+def test_while_the_store_is_unreachable_each_file_is_a_storage_error_and_nothing_more_is_asked(delayed_s3):
+    from worker_process import free_port
+
+    nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    storage = CheckpointStorage(
+        f"s3://{BUCKET}/q",
+        storage_options={"endpoint_url": nobody, "skip_instance_cache": True,
+                         "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}}},
+    )
+    results = storage.read_many(["offsets/0", "offsets/1"])
+    assert {type(result).__name__ for result in results.values()} == {"StorageError"}
+    assert all(str(result).startswith(f"{name}: cannot read the file") for name, result in results.items())
+    assert (storage.calls.read, storage.calls.info) == (2, 0)

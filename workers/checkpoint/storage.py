@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import os
 import posixpath
 import re
@@ -286,8 +287,10 @@ class CheckpointStorage:
         "incomplete log file", which a crash can leave on a store without atomic renames) and an
         event log with no new bytes would read as storage failures (s3fs raises OSError EINVAL),
         and a probe would stop there. One info call tells; the read is then empty, as on disk.
+        Only for the error such a range gives (EINVAL): while the store is unreachable, a second
+        call per file would double every wait.
         """
-        if not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError):
+        if not isinstance(exc, OSError) or exc.errno != errno.EINVAL:
             return False
         self.calls.info += 1
         self._fs.invalidate_cache(path)  # the size now, not that of a cached listing
