@@ -8,11 +8,12 @@ reads those).
 """
 from __future__ import annotations
 
-import boto3
 import pytest
 from bad_input_corpus import BadFile, bad_input_corpus, write_corpus_file
 
 from workers.checkpoint import CheckpointError, CheckpointStorage
+
+from .conftest import bucket_at
 
 BUCKET = "corpus"
 ON_S3 = [bad for bad in bad_input_corpus() if bad.place is None and not bad.needs_non_root and bad.category != "enormous"]
@@ -20,16 +21,8 @@ ON_S3 = [bad for bad in bad_input_corpus() if bad.place is None and not bad.need
 
 @pytest.fixture(scope="module")
 def corpus_bucket(moto_endpoint):
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
-            patch.setenv(name, value)
-        client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
+    with pytest.MonkeyPatch.context() as patch, bucket_at(moto_endpoint, BUCKET, patch) as client:
         yield client
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
-            for item in page.get("Contents", []):
-                client.delete_object(Bucket=BUCKET, Key=item["Key"])
-        client.delete_bucket(Bucket=BUCKET)
 
 
 def _outcome(read, storage: CheckpointStorage) -> tuple[str, str]:

@@ -11,6 +11,8 @@ from workers.checkpoint.errors import CorruptFileError, MissingFileError, PathNo
 from workers.checkpoint.readahead import ReadAhead, read_ahead
 from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
 
+from .conftest import bucket_at
+
 BUCKET = "reads"
 FILES = {f"q/offsets/{n}": f"v1\n{{\"batch\":{n}}}\n".encode() * (n + 1) for n in range(40)}
 
@@ -18,11 +20,7 @@ FILES = {f"q/offsets/{n}": f"v1\n{{\"batch\":{n}}}\n".encode() * (n + 1) for n i
 @pytest.fixture(scope="module")
 def delayed_s3():
     server = DelayedS3Server(delay_seconds=0.02).start()
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
-            patch.setenv(name, value)
-        client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
+    with pytest.MonkeyPatch.context() as patch, bucket_at(server.endpoint, BUCKET, patch) as client:
         for key, body in FILES.items():
             client.put_object(Bucket=BUCKET, Key=key, Body=body)
         yield server
