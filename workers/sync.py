@@ -17,7 +17,7 @@ import gc
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -176,8 +176,11 @@ def _read_probed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
     # Spark never commits a batch older than its latest commit (it reruns the last planned batch
     # only), so a probe asks only for those after it; a reconcile would notice anything else.
     uncommitted = checkpoint.batches.uncommitted().filter(batch_id__gt=_latest_committed(checkpoint))
-    for batch_id in sorted(set(findings.new_offsets) | set(uncommitted.values_list("batch_id", flat=True))):
-        _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage, missing_ok=True)
+    wanted = sorted(set(findings.new_offsets) | set(uncommitted.values_list("batch_id", flat=True)))
+    # Their names are known, so a catch-up after downtime reads them ahead on an object store.
+    for source, window in _windows_read_ahead(storage, wanted, lambda batch_id: (f"commits/{batch_id}",)):
+        for batch_id in window:
+            _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source, missing_ok=True)
 
 
 def _latest_committed(checkpoint: Checkpoint) -> int:
@@ -200,26 +203,34 @@ def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
 
 
 def _read_batches(storage: CheckpointStorage, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]) -> None:
-    """Read offsets/N, and commits/N where listed, of each batch.
+    """Read offsets/N, and commits/N where listed, of each batch."""
 
-    On an object store a window of batches is fetched at a time with several GETs in flight
-    (read_ahead); the window bounds what is held before parsing. Local files are read in turn.
+    def files_of(batch_id: int) -> tuple[str, ...]:
+        offsets = f"offsets/{batch_id}"
+        return (offsets, f"commits/{batch_id}") if batch_id in commit_ids else (offsets,)
+
+    for source, window in _windows_read_ahead(storage, batch_ids, files_of):
+        for batch_id in window:
+            _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, source)
+            if batch_id in commit_ids:
+                _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source)
+
+
+def _windows_read_ahead(
+    storage: CheckpointStorage, batch_ids: list[int], files_of: Callable[[int], tuple[str, ...]]
+) -> Iterator[tuple[CheckpointStorage | ReadAhead, list[int]]]:
+    """Yield (where to read them, batch ids) for windows of ``batch_ids``.
+
+    On an object store each window's files (``files_of`` each batch) are fetched together with
+    several GETs in flight (read_ahead); the window bounds what is held before parsing. Local
+    files are read in turn, as they are asked for: one window of everything.
     """
     if not storage.reads_concurrently:
-        _read_window(storage, findings, batch_ids, commit_ids)
+        yield storage, batch_ids
         return
     for start in range(0, len(batch_ids), READ_AHEAD_BATCHES):
         window = batch_ids[start : start + READ_AHEAD_BATCHES]
-        wanted = [f"offsets/{batch_id}" for batch_id in window]
-        wanted += [f"commits/{batch_id}" for batch_id in window if batch_id in commit_ids]
-        _read_window(read_ahead(storage, wanted), findings, window, commit_ids)
-
-
-def _read_window(source: CheckpointStorage | ReadAhead, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]) -> None:
-    for batch_id in batch_ids:
-        _collect(findings.new_offsets, findings, batch_id, f"offsets/{batch_id}", read_offset_seq, source)
-        if batch_id in commit_ids:
-            _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source)
+        yield read_ahead(storage, [path for batch_id in window for path in files_of(batch_id)]), window
 
 
 @transaction.atomic

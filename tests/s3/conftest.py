@@ -6,19 +6,23 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
-from worker_process import free_port
+
+from bench.s3_server import DelayedS3Server
 
 BUCKET = "ckpt"
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint() -> str:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
+def moto_server() -> DelayedS3Server:
+    """moto's server, answering at once unless a test sets ``delay_seconds`` (then it must reset it)."""
+    server = DelayedS3Server().start()
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint(moto_server) -> str:
+    return moto_server.endpoint
 
 
 TEST_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -88,17 +88,23 @@ def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_buc
     assert _calls(remote_run) == _calls(local_run)
 
 
+def _synced_twins(s3_bucket, tmp_path: Path, copy_checkpoint, name: str, batches: int) -> tuple[Checkpoint, Checkpoint, Path]:
+    """The same history of ``batches`` on S3 (under ``name``) and on disk, each synced once."""
+    history = tmp_path / "history"
+    write_batches(history, range(batches), read_template())
+    _upload(s3_bucket, history, name)
+    remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/{name}")
+    local_dir = copy_checkpoint(history, name)
+    local = make_checkpoint(name="local", url=str(local_dir))
+    sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+    return remote, local, local_dir
+
+
 def test_a_probe_on_s3_goes_past_an_empty_offsets_file_as_on_disk(s3_bucket, tmp_path, copy_checkpoint):
     # A crash can leave an empty log file on a store without atomic renames ("incomplete log
     # file"); S3 refuses a range read of it (416), which must not read as a storage failure that
     # stops the probe.
-    history = tmp_path / "history"
-    write_batches(history, range(3), read_template())
-    _upload(s3_bucket, history, "gap")
-    remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/gap")
-    local_dir = copy_checkpoint(history, "gap")
-    local = make_checkpoint(name="local", url=str(local_dir))
-    sync_checkpoint(remote.pk), sync_checkpoint(local.pk)
+    remote, local, local_dir = _synced_twins(s3_bucket, tmp_path, copy_checkpoint, "gap", 3)
     template = read_template()
     for name, body in (("offsets/3", b""), ("offsets/4", template.offsets), ("commits/4", template.commits)):
         s3_bucket.put_object(Bucket=BUCKET, Key=f"gap/{name}", Body=body)
@@ -114,3 +120,25 @@ def test_a_probe_on_s3_goes_past_an_empty_offsets_file_as_on_disk(s3_bucket, tmp
     assert remote_run.kind == local_run.kind == SyncRun.Kind.PROBE
     assert list(remote.batches.values_list("batch_id", flat=True).order_by("batch_id")) == [0, 1, 2, 4]
     assert _rows(remote) == _rows(local)
+
+
+def test_a_probe_catching_up_on_s3_reads_the_commits_ahead_with_the_calls_of_a_disk(s3_bucket, moto_server, tmp_path, copy_checkpoint):
+    # After downtime a probe finds many new batches; their commits' names are then known.
+    remote, local, local_dir = _synced_twins(s3_bucket, tmp_path, copy_checkpoint, "behind", 2)
+    write_batches(local_dir, range(2, 42), read_template())
+    _upload(s3_bucket, local_dir, "behind")
+
+    moto_server.reset_counts()
+    moto_server.delay_seconds = 0.01
+    try:
+        remote_run = sync_checkpoint(remote.pk)
+    finally:
+        moto_server.delay_seconds = 0.0
+    local_run = sync_checkpoint(local.pk)
+
+    assert remote_run.kind == local_run.kind == SyncRun.Kind.PROBE
+    assert _calls(remote_run) == _calls(local_run)
+    assert remote_run.read_calls == 41 + 40  # offsets/2..42 (42 missing), commits/2..41
+    assert _rows(remote) == _rows(local)
+    assert remote.batches.filter(is_committed=True).count() == 42
+    assert moto_server.max_in_flight >= 2
