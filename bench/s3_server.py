@@ -55,7 +55,12 @@ class DelayedS3Server:
             if self.delay_seconds:
                 time.sleep(self.delay_seconds)
             # Drain the body here, so that the request counts as in flight until it is answered.
-            return list(self._app(environ, start_response))
+            response = self._app(environ, start_response)
+            try:
+                return list(response)
+            finally:
+                if hasattr(response, "close"):  # as a WSGI server must
+                    response.close()
         finally:
             with self._lock:
                 self._in_flight -= 1
