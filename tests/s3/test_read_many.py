@@ -2,6 +2,8 @@
 counts of one read_bytes per file, with several GETs in flight."""
 from __future__ import annotations
 
+import errno
+
 import boto3
 import pytest
 
@@ -132,3 +134,13 @@ def test_while_the_store_is_unreachable_each_file_is_a_storage_error_and_nothing
     assert {type(result).__name__ for result in results.values()} == {"StorageError"}
     assert all(str(result).startswith(f"{name}: cannot read the file") for name, result in results.items())
     assert (storage.calls.read, storage.calls.info) == (2, 0)
+
+
+def test_a_denied_read_is_a_storage_error_without_asking_for_the_size(delayed_s3, monkeypatch):
+    # Denied is an OSError too (EACCES), but not the one a range past the end gives (EINVAL).
+    storage = _storage(delayed_s3)
+    denied = PermissionError(errno.EACCES, "Access Denied")
+    monkeypatch.setattr(storage._fs, "cat_ranges", lambda paths, *args, **kwargs: [denied for _ in paths])
+    results = storage.read_many(["offsets/0"])
+    assert str(results["offsets/0"]) == "offsets/0: cannot read the file: permission denied"
+    assert (storage.calls.read, storage.calls.info) == (1, 0)

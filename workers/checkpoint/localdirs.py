@@ -23,6 +23,17 @@ MAX_HELD_DIRECTORIES = 64
 CheckOpened = Callable[[int, str, str], None]
 
 
+def open_checked(path: str, flags: int, check: CheckOpened, relpath: str) -> int:
+    """Open ``path`` and pass the descriptor to ``check``; closed again if the check refuses it."""
+    descriptor = os.open(path, flags)
+    try:
+        check(descriptor, path, relpath)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
 class HeldDirectories:
     """Directory descriptors already checked by ``check(descriptor, path, relpath)``, by path.
 
@@ -64,12 +75,7 @@ class HeldDirectories:
         if descriptor is not None:
             self._descriptors.move_to_end(directory)
             return descriptor
-        descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            self._check(descriptor, directory, relpath)
-        except BaseException:
-            os.close(descriptor)
-            raise
+        descriptor = open_checked(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, self._check, relpath)
         self._descriptors[directory] = descriptor
         if len(self._descriptors) > self._limit:
             os.close(self._descriptors.popitem(last=False)[1])

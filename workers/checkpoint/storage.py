@@ -27,7 +27,7 @@ import fsspec.asyn
 import fsspec.exceptions
 
 from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
-from .localdirs import HeldDirectories
+from .localdirs import HeldDirectories, open_checked
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
 # exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
@@ -240,7 +240,7 @@ class CheckpointStorage:
         try:
             content = self._read_local(path, relpath, start, end) if self._is_local else self._fs.cat_file(path, start=start, end=end)
         except _BACKEND_ERRORS as exc:
-            content = b"" if not self._is_local and self._asked_past_the_end(path, start, exc) else exc
+            content = b"" if self._asked_past_the_end(path, start, exc) else exc
         result = self._checked_content(relpath, content, max_bytes)
         if isinstance(result, CheckpointError):
             raise result
@@ -290,7 +290,7 @@ class CheckpointStorage:
         Only for the error such a range gives (EINVAL): while the store is unreachable, a second
         call per file would double every wait.
         """
-        if not isinstance(exc, OSError) or exc.errno != errno.EINVAL:
+        if self._is_local or not isinstance(exc, OSError) or exc.errno != errno.EINVAL:
             return False
         self.calls.info += 1
         self._fs.invalidate_cache(path)  # the size now, not that of a cached listing
@@ -361,13 +361,7 @@ class CheckpointStorage:
             descriptor = self._held_directories.open_file(path, relpath)
             if descriptor is not None:
                 return descriptor
-        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self._check_opened_file(descriptor, path, relpath)
-        except BaseException:
-            os.close(descriptor)
-            raise
-        return descriptor
+        return open_checked(path, os.O_RDONLY | os.O_CLOEXEC, self._check_opened_file, relpath)
 
     @contextlib.contextmanager
     def reusing_directories(self) -> Iterator[None]:
