@@ -39,6 +39,17 @@ def env_int(name: str, default: int, *, minimum: int = 1) -> int:
     return int(raw)
 
 
+def env_ratio(name: str, default: float) -> float:
+    raw = env(name, str(default)).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value >= 1.0:
+        raise ImproperlyConfigured(f"CKPTWEB_{name}={raw!r}: use a number >= 1, such as 1.2")
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
@@ -268,6 +279,14 @@ MAINTENANCE_PLAN_MAX_AGE_SECONDS = env_int("MAINTENANCE_PLAN_MAX_AGE_SECONDS", 3
 MAINTENANCE_LEASE_SECONDS = env_int("MAINTENANCE_LEASE_SECONDS", 120)
 MAINTENANCE_QUIET_SECONDS = env_int("MAINTENANCE_QUIET_SECONDS", 300)
 MAINTENANCE_REQUIRES_APPROVAL = env_flag("MAINTENANCE_REQUIRES_APPROVAL", default=False)
+# The health model (dashboards/query_status.py): the floors under the thresholds a query's own
+# history gives. Stopped: no batch and no progress for the longer of this and 3 usual gaps between
+# batches. Stalled: a planned batch not committed for the longer of this and 10 usual batch
+# durations. Falling behind: input rate over this many times the processed rate, or batches this
+# many times longer than the trigger interval.
+HEALTH_STOPPED_AFTER_SECONDS = env_int("HEALTH_STOPPED_AFTER_SECONDS", 300)
+HEALTH_STALLED_AFTER_SECONDS = env_int("HEALTH_STALLED_AFTER_SECONDS", 120)
+HEALTH_BEHIND_RATIO = env_ratio("HEALTH_BEHIND_RATIO", 1.2)
 # A full pass that finds more state store directories than this hands the row counting to
 # tasks on the state queue, STATE_FANOUT_CHUNK_PARTITIONS operator partitions each (0: never).
 STATE_FANOUT_PARTITIONS = env_int("STATE_FANOUT_PARTITIONS", 64, minimum=0)

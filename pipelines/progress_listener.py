@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import http.client
+import json
 import logging
 import os
 import queue
@@ -176,7 +177,13 @@ class ProgressSender:
 
     def submit(self, progress_json: str) -> None:
         """Queue one progress for sending; never blocks (a full queue drops the event, counted)."""
-        body = b'{"progress":' + progress_json.encode("utf-8") + b"}"
+        self._queue_body(b'{"progress":' + progress_json.encode("utf-8") + b"}")
+
+    def submit_idle(self, query_id: str, run_id: str, timestamp: str) -> None:
+        """Queue one QueryIdleEvent (the run is alive, with no new data); never blocks."""
+        self._queue_body(json.dumps({"idle": {"id": query_id, "runId": run_id, "timestamp": timestamp}}).encode("utf-8"))
+
+    def _queue_body(self, body: bytes) -> None:
         try:
             self._queue.put_nowait(body)
         except queue.Full:
@@ -323,6 +330,14 @@ class CkptwebProgressListener(StreamingQueryListener):
         except Exception:  # noqa: BLE001 - an exception here would reach Spark's listener bus
             self.sender.stats.callback_errors += 1
             logger.exception("could not queue a progress event for ckptweb")
+
+    def onQueryIdle(self, event) -> None:
+        """Spark 3.5+ reports an idle trigger here instead of as a progress: tells ckptweb the run is alive."""
+        try:
+            self.sender.submit_idle(str(event.id), str(event.runId), event.timestamp)
+        except Exception:  # noqa: BLE001 - an exception here would reach Spark's listener bus
+            self.sender.stats.callback_errors += 1
+            logger.exception("could not queue an idle event for ckptweb")
 
     def onQueryTerminated(self, event) -> None:
         """Nothing to send: ckptweb sees the end of a run in the checkpoint."""

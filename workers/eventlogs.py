@@ -14,6 +14,7 @@ from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
     EventLogPosition,
+    QueryIdleEvent,
     QueryProgressEvent,
     QueryStartedEvent,
     QueryTerminatedEvent,
@@ -63,6 +64,9 @@ def _store_event(event) -> int:
     if isinstance(event, QueryProgressEvent):
         BatchProgress.objects.store(event.progress, origin=BatchProgress.Origin.EVENT_LOG)
         return 1
+    if isinstance(event, QueryIdleEvent):
+        QueryRun.objects.record_idle(event.id, event.run_id, event.timestamp)
+        return 0
     query, _ = StreamingQuery.objects.get_or_create(query_id=event.id)
     run, _ = QueryRun.objects.get_or_create(run_id=event.run_id, defaults={"query": query})
     if isinstance(event, QueryStartedEvent) and event.timestamp is not None:

@@ -23,7 +23,7 @@ from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, Tre
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
 from workers.state_fanout import fanout_needed, start_state_scan
-from workers.state_partitions import delete_state_partitions_except, stored_state_commits, store_state_partitions
+from workers.state_partitions import delete_state_partitions_except, refresh_state_totals, stored_state_commits, store_state_partitions
 from workers.storage_options import open_storage
 
 SEVERITY = {"error": Finding.Severity.ERROR, "warning": Finding.Severity.WARNING, "info": Finding.Severity.INFO}
@@ -119,6 +119,7 @@ def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: dateti
     DirectoryInventory.objects.bulk_create(_inventory_row(checkpoint, row, now) for row in inspection.inventory)
     kept = store_state_partitions(checkpoint, inspection.state, now, with_rows=not inspection.rows_fanned_out)
     delete_state_partitions_except(checkpoint, kept)
+    refresh_state_totals(checkpoint)
     if inspection.rows_fanned_out:
         start_state_scan(checkpoint, inspection.state, inspection.fanned_out_rows_version, now)
     _store_findings(checkpoint, inspection.findings, now)

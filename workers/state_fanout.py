@@ -24,7 +24,7 @@ from django.utils import timezone
 from dashboards.models import Checkpoint, StateScan, StateScanChunk
 from workers.checkpoint import CheckpointError, StorageCalls, list_partition_stores
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
-from workers.state_partitions import store_state_partitions, stored_state_commits
+from workers.state_partitions import refresh_state_totals, store_state_partitions, stored_state_commits
 from workers.storage_options import open_storage
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ def _finish_chunk(
     if not StateScanChunk.objects.filter(pk=chunk.pk, done_at__isnull=True).update(done_at=now, worker=worker):
         return  # another delivery of the same task got here first
     store_state_partitions(chunk.scan.checkpoint, summaries, now)
+    refresh_state_totals(chunk.scan.checkpoint)
     scans = StateScan.objects.filter(pk=chunk.scan_id)
     scans.update(
         chunks_done=F("chunks_done") + 1, list_calls=F("list_calls") + calls.list, info_calls=F("info_calls") + calls.info,

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from types import SimpleNamespace
 
+from django.db.models import Sum
+
 from dashboards.models import Checkpoint, StatePartition
 from workers.checkpoint.statesummary import StatePartitionSummary
 
@@ -46,6 +48,15 @@ def delete_state_partitions_except(checkpoint: Checkpoint, kept: Iterable[tuple[
     gone = [pk for pk, *key in existing if tuple(key) not in kept]
     if gone:
         StatePartition.objects.filter(pk__in=gone).delete()
+
+
+def refresh_state_totals(checkpoint: Checkpoint) -> None:
+    """Sum the partitions' rows and bytes onto the checkpoint (the list sorts and filters by them)."""
+    totals = checkpoint.state_partitions.aggregate(rows=Sum("rows"), bytes=Sum("bytes_on_disk"))
+    providers = sorted(set(checkpoint.state_partitions.values_list("provider", flat=True)))
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(
+        state_rows=totals["rows"], state_bytes=totals["bytes"], state_providers=",".join(providers)
+    )
 
 
 def stored_state_commits(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:

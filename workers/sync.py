@@ -36,6 +36,7 @@ from workers.inspection import (
     store_inspection,
     walk_checkpoint,
 )
+from workers.status_figures import refresh_status_figures
 from workers.storage_options import open_storage
 from workers.checkpoint import (
     MAX_PROBES_PER_SYNC,
@@ -329,6 +330,7 @@ def _store_findings(
     _store_batches(checkpoint, findings.new_offsets, findings.new_commits)
     _record_issues(checkpoint, findings.problems, run.started_at)
     _refresh_health(checkpoint, run.started_at, findings)
+    refresh_status_figures(checkpoint, run.started_at)
     if inspection is not None:
         store_inspection(checkpoint, inspection, run.started_at)
     _finish_run(run, [s for s in storages if s is not None], findings)

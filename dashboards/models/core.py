@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from workers.checkpoint import DEFAULT_COMPACT_INTERVAL
 
+from ..query_status import StatusFacts
 from ..schedules import schedule_sync, unschedule_sync
 from .severity import SEVERITY_ERROR, SEVERITY_WARNING
 
@@ -54,6 +55,17 @@ class StreamingQuery(models.Model):
         return self.name or str(self.query_id)
 
 
+class QueryRunManager(models.Manager):
+    def record_idle(self, query_id: str, run_id: str, moment: datetime) -> QueryRun:
+        """Note that a run reported itself idle (Spark's QueryIdleEvent) at ``moment``."""
+        query, _ = StreamingQuery.objects.get_or_create(query_id=query_id)
+        run, _ = self.get_or_create(run_id=run_id, defaults={"query": query})
+        if run.last_idle_at is None or moment > run.last_idle_at:
+            run.last_idle_at = moment
+            run.save(update_fields=["last_idle_at"])
+        return run
+
+
 class QueryRun(models.Model):
     """One start of a query (Spark's runId, new on every restart), known from progress events."""
 
@@ -61,6 +73,10 @@ class QueryRun(models.Model):
     run_id = models.UUIDField(unique=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    last_batch_id = models.BigIntegerField(null=True, blank=True, help_text="Newest batch this run reported progress for.")
+    last_idle_at = models.DateTimeField(null=True, blank=True, help_text="Newest QueryIdleEvent of this run (no new data).")
+
+    objects = QueryRunManager()
 
     def __str__(self) -> str:
         return str(self.run_id)
@@ -70,6 +86,17 @@ def count_per_checkpoint(rows: models.QuerySet) -> Coalesce:
     """Count the ``rows`` of each checkpoint in a correlated subquery of the select list."""
     counted = rows.filter(checkpoint=OuterRef("pk")).order_by().values("checkpoint").annotate(count=models.Count("pk"))
     return Coalesce(Subquery(counted.values("count")), 0)
+
+
+def _last_heard(progress_at: datetime | None, input_rows: int | None, idle_at: datetime | None) -> dict[str, Any]:
+    """The newest sign of life: a progress (with its input rows) or an idle event (no input)."""
+    if idle_at is not None and (progress_at is None or idle_at > progress_at):
+        return {"last_heard_at": idle_at, "last_heard_input_rows": 0}
+    return {"last_heard_at": progress_at, "last_heard_input_rows": input_rows}
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
 
 
 class CheckpointQuerySet(models.QuerySet):
@@ -96,6 +123,34 @@ class CheckpointQuerySet(models.QuerySet):
                 finding_warning_count=count_per_checkpoint(findings.filter(severity=SEVERITY_WARNING)),
             )
             .order_by("name")
+        )
+
+    def with_status_facts(self) -> CheckpointQuerySet:
+        """Annotate what the health model needs beyond the row's own columns, one subquery each.
+
+        Each subquery is an index lookup per checkpoint: the newest finished sync (sync_run_recent),
+        open issue and error finding counts, and the newest progress of the checkpoint's own
+        batches (unique query, batch_id; the idle query's events carry the next batch id, hence
+        the + 1). Progress of batches past that belongs to another checkpoint of the same query
+        id (a copy, a restored backup) or to batches not synced yet.
+        """
+        findings = self.model._meta.get_field("findings").related_model.objects.open()
+        finished = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
+        progress_model = self.model._meta.get_field("query").related_model._meta.get_field("progress").related_model
+        heard = progress_model.objects.filter(query=OuterRef("query"), batch_id__lte=OuterRef("latest_batch_id") + 1).order_by("-batch_id")
+        # A run idle at this checkpoint's head: one that reported no batch past it.
+        idle_runs = QueryRun.objects.filter(
+            query=OuterRef("query"), last_batch_id__lte=OuterRef("latest_batch_id") + 1, last_idle_at__isnull=False
+        ).order_by("-last_idle_at")
+        return self.annotate(
+            open_issue_count=count_per_checkpoint(SyncIssue.objects.open()),
+            finding_error_count=count_per_checkpoint(findings.filter(severity=SEVERITY_ERROR)),
+            finding_warning_count=count_per_checkpoint(findings.filter(severity=SEVERITY_WARNING)),
+            last_sync_status=Subquery(finished.values("status")[:1]),
+            last_sync_message=Subquery(finished.values("message")[:1]),
+            last_heard_at=Subquery(heard.values("timestamp")[:1]),
+            last_heard_input_rows=Subquery(heard.values("num_input_rows")[:1]),
+            last_idle_at=Subquery(idle_runs.values("last_idle_at")[:1]),
         )
 
     def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
@@ -134,6 +189,13 @@ class Checkpoint(models.Model):
         help_text="The query's spark.sql.streaming.fileSink/fileSource.log.compactInterval. Spark does not write it into "
         "the checkpoint; it applies until a log has a .compact file, after which the interval is derived from the files.",
     )
+    expected_trigger_seconds = models.PositiveIntegerField(
+        "trigger interval (seconds)",
+        null=True,
+        blank=True,
+        help_text="The query's ProcessingTime trigger, if you want batches longer than it reported as falling behind. "
+        "Empty: learned from the batches (regular gaps in which batches finished early).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
     sync_schedule = models.OneToOneField(
@@ -156,6 +218,28 @@ class Checkpoint(models.Model):
         null=True, blank=True, editable=False, help_text="Lowest offsets/N on storage at the last reconcile (Spark purges older ones)."
     )
 
+    # Written by the sync worker: the figures of the health model (dashboards/query_status.py).
+    root_problem = models.CharField(
+        max_length=1000, blank=True, editable=False, help_text="What the last sync found at the path when it is no checkpoint."
+    )
+    trigger_interval_ms = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Trigger interval learned from regular gaps between batches that finished early."
+    )
+    typical_gap_ms = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Median gap between the latest batches.")
+    recent_batch_duration_ms = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Median batchDurationMs of the latest batches with progress."
+    )
+    recent_input_rate = models.FloatField(null=True, blank=True, editable=False, help_text="Mean inputRowsPerSecond of the latest batches.")
+    recent_process_rate = models.FloatField(
+        null=True, blank=True, editable=False, help_text="Mean processedRowsPerSecond of the latest batches."
+    )
+    status_figures_at = models.DateTimeField(null=True, blank=True, editable=False)
+    state_rows = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Rows of every counted state partition.")
+    state_bytes = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Bytes of every state file, at the last full pass.")
+    state_providers = models.CharField(
+        max_length=50, blank=True, editable=False, help_text="State store providers of the partitions, comma-separated (hdfs, rocksdb)."
+    )
+
     # The sync lock: a worker owns the checkpoint until sync_lease_until; a crashed worker's lease expires.
     sync_lease_owner = models.CharField(max_length=200, blank=True, editable=False)
     sync_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
@@ -176,6 +260,28 @@ class Checkpoint(models.Model):
             return False
         allowed = timedelta(seconds=self.sync_interval_seconds * SYNC_OVERDUE_INTERVALS + SYNC_OVERDUE_GRACE_SECONDS)
         return timezone.now() - self.last_synced_at > allowed
+
+    def status_facts(self) -> StatusFacts:
+        """The health model's input; the row must come from CheckpointQuerySet.with_status_facts."""
+        return StatusFacts(
+            is_enabled=self.is_enabled,
+            root_problem=self.root_problem,
+            sync_interval_seconds=self.sync_interval_seconds,
+            last_synced_at=self.last_synced_at,
+            last_sync_failed=self.last_sync_status == SyncRun.Status.FAILED,
+            last_sync_message=self.last_sync_message or "",
+            unreadable_files=self.open_issue_count,
+            error_findings=self.finding_error_count,
+            latest_batch_id=self.latest_batch_id,
+            latest_batch_at=self.latest_batch_at,
+            latest_committed_batch_id=self.latest_committed_batch_id,
+            trigger_interval_seconds=self.expected_trigger_seconds or _seconds(self.trigger_interval_ms),
+            typical_gap_seconds=_seconds(self.typical_gap_ms),
+            recent_batch_duration_seconds=_seconds(self.recent_batch_duration_ms),
+            recent_input_rate=self.recent_input_rate,
+            recent_process_rate=self.recent_process_rate,
+            **_last_heard(self.last_heard_at, self.last_heard_input_rows, self.last_idle_at),
+        )
 
     def save(self, *args, **kwargs) -> None:
         """Save, then keep the periodic sync in celery beat's table in step with this row."""

@@ -44,6 +44,9 @@ class BatchProgressManager(models.Manager):
             query.name = progress.name
             query.save(update_fields=["name"])
         run, _ = QueryRun.objects.get_or_create(run_id=progress.run_id, defaults={"query": query})
+        if run.last_batch_id is None or progress.batch_id > run.last_batch_id:
+            run.last_batch_id = progress.batch_id
+            run.save(update_fields=["last_batch_id"])
         row, created = self.update_or_create(query=query, batch_id=progress.batch_id, defaults=_progress_fields(progress, run, origin))
         row.state_operators.all().delete()
         StateOperatorMetrics.objects.bulk_create(

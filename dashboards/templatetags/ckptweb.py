@@ -6,23 +6,16 @@ from datetime import timedelta
 from django import template
 from django.utils import timezone
 
+from ..timespans import format_span
+
 register = template.Library()
-
-_UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
-
 
 @register.filter
 def duration(value: timedelta | float | int | None) -> str:
     """A span in its two largest units: "45 s", "12 min 5 s", "3 h 20 min", "4 d 2 h"."""
     if value is None:
         return "—"
-    seconds = int(value.total_seconds() if isinstance(value, timedelta) else value)
-    parts = []
-    for unit, size in _UNITS:
-        count, seconds = divmod(seconds, size)
-        if count or (unit == "s" and not parts):
-            parts.append(f"{count} {unit}")
-    return " ".join(parts[:2])
+    return format_span(int(value.total_seconds() if isinstance(value, timedelta) else value))
 
 
 @register.filter

@@ -82,7 +82,7 @@ def test_a_user_without_the_ingest_permission_gets_403(client, django_user_model
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        ({}, "progress: This field is required."),
+        ({}, "send exactly one of 'progress' and 'idle'"),
         ({"progress": {**PROGRESS[0], "batchId": "seven"}}, "batchId"),
         ({"progress": {key: value for key, value in PROGRESS[0].items() if key != "id"}}, "id"),
     ],
@@ -159,3 +159,25 @@ def test_a_pipeline_beyond_the_ingest_rate_gets_429_and_others_go_on(client, pip
     assert int(refused["Retry-After"]) > 0
     assert BatchProgress.objects.count() == 3
     assert _post(client, {"progress": PROGRESS[4]}, other_token).status_code == 201
+
+
+def test_an_idle_event_marks_the_run_alive_after_its_last_progress(client, pipeline_token):
+    from dashboards.models import QueryRun
+
+    _post(client, {"progress": PROGRESS[-1]}, pipeline_token)
+    idle = {"id": PROGRESS[-1]["id"], "runId": PROGRESS[-1]["runId"], "timestamp": "2031-01-02T03:04:05.678Z"}
+
+    response = _post(client, {"idle": idle}, pipeline_token)
+
+    assert response.status_code == 200
+    run = QueryRun.objects.get(run_id=PROGRESS[-1]["runId"])
+    assert run.last_idle_at.isoformat() == "2031-01-02T03:04:05.678000+00:00"
+    assert run.last_batch_id == PROGRESS[-1]["batchId"]
+
+
+def test_an_idle_event_without_a_run_id_is_refused_with_the_reason(client, pipeline_token):
+    response = _post(client, {"idle": {"id": PROGRESS[0]["id"], "timestamp": "2031-01-02T03:04:05.678Z"}}, pipeline_token)
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("request body: idle")
+    assert "runId" in response.json()["error"]

@@ -112,6 +112,7 @@ from .statesample import DecodedStateRow, load_state_rows, sample_state_rows
 # Runtime metrics: progress events, event logs
 from .progress import (
     ListenerEvent,
+    QueryIdleEvent,
     QueryProgressEvent,
     QueryStartedEvent,
     QueryTerminatedEvent,
@@ -119,6 +120,7 @@ from .progress import (
     SourceProgress,
     StateOperatorProgress,
     StreamingQueryProgress,
+    idle_event_from_dict,
     listener_event_from_dict,
     parse_streaming_query_progress,
     progress_from_dict,
@@ -255,6 +257,7 @@ __all__ = [
     "sample_state_rows",
     # runtime metrics
     "ListenerEvent",
+    "QueryIdleEvent",
     "QueryProgressEvent",
     "QueryStartedEvent",
     "QueryTerminatedEvent",
@@ -262,6 +265,7 @@ __all__ = [
     "SourceProgress",
     "StateOperatorProgress",
     "StreamingQueryProgress",
+    "idle_event_from_dict",
     "listener_event_from_dict",
     "parse_streaming_query_progress",
     "progress_from_dict",

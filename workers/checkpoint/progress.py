@@ -23,7 +23,7 @@ file sink).
 Listener events in event logs are one JSON object per line whose ``Event`` names the class:
 ``org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent`` (id, runId, name,
 timestamp), ``$QueryProgressEvent`` (progress) and ``$QueryTerminatedEvent`` (id, runId,
-exception, errorClassOnException). ``$QueryIdleEvent`` (3.5+) carries no batch and is skipped.
+exception, errorClassOnException). ``$QueryIdleEvent`` (3.5+) carries no batch: it tells that the run is alive with no new data.
 Spark 2.0.x wrote ``$QueryProgress``/``$QueryTerminated`` with a ``queryInfo`` object and, in
 2.0.2, the current class names with a ``queryStatus`` object: those carry a session-local integer
 query id and, before 2.0.2, no batch id at all, so they can never be matched with a checkpoint's
@@ -54,6 +54,7 @@ LISTENER_EVENT_PREFIX = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 QUERY_STARTED_EVENT = LISTENER_EVENT_PREFIX + "QueryStartedEvent"
 QUERY_PROGRESS_EVENT = LISTENER_EVENT_PREFIX + "QueryProgressEvent"
 QUERY_TERMINATED_EVENT = LISTENER_EVENT_PREFIX + "QueryTerminatedEvent"
+QUERY_IDLE_EVENT = LISTENER_EVENT_PREFIX + "QueryIdleEvent"
 
 # Spark 2.0.x: objects describing the query instead of a progress (see the module docstring).
 _SPARK_2_0_KEYS = ("queryInfo", "queryStatus")
@@ -163,7 +164,17 @@ class QueryTerminatedEvent:
     error_class_on_exception: str | None
 
 
-ListenerEvent = QueryStartedEvent | QueryProgressEvent | QueryTerminatedEvent
+@dataclass(frozen=True, slots=True)
+class QueryIdleEvent:
+    """A running query found no new data (Spark 3.5+ posts this instead of an empty progress,
+    at most every spark.sql.streaming.noDataProgressEventInterval)."""
+
+    id: str
+    run_id: str
+    timestamp: datetime
+
+
+ListenerEvent = QueryStartedEvent | QueryProgressEvent | QueryTerminatedEvent | QueryIdleEvent
 
 
 def parse_streaming_query_progress(data: bytes, *, source: str) -> StreamingQueryProgress:
@@ -181,6 +192,22 @@ def progress_from_dict(fields: dict[str, Any], *, source: str) -> StreamingQuery
     if not isinstance(fields, dict):
         raise site.error(f"expected a JSON object, found {reprlib.repr(fields)}")
     return _progress(fields, site)
+
+
+def idle_event_from_dict(fields: dict[str, Any], *, source: str) -> QueryIdleEvent:
+    """Read an already decoded QueryIdleEvent (id, runId, timestamp), e.g. the ``idle`` of an ingest request."""
+    site = JsonSite(source, "idle event")
+    if not isinstance(fields, dict):
+        raise site.error(f"expected a JSON object, found {reprlib.repr(fields)}")
+    return _idle_event(fields, site)
+
+
+def _idle_event(fields: dict[str, Any], site: JsonSite) -> QueryIdleEvent:
+    return QueryIdleEvent(
+        id=get_required_str(fields, "id", site),
+        run_id=get_required_str(fields, "runId", site),
+        timestamp=_timestamp(get_required_str(fields, "timestamp", site), "timestamp", site),
+    )
 
 
 def listener_event_from_dict(fields: dict[str, Any], site: JsonSite) -> ListenerEvent | None:
@@ -205,6 +232,8 @@ def listener_event_from_dict(fields: dict[str, Any], site: JsonSite) -> Listener
             name=get_str(fields, "name", site),
             timestamp=_optional_timestamp(fields, "timestamp", site),
         )
+    if kind == QUERY_IDLE_EVENT:
+        return _idle_event(fields, site)
     if kind == QUERY_TERMINATED_EVENT:
         return QueryTerminatedEvent(
             id=get_required_str(fields, "id", site),

@@ -271,10 +271,20 @@ def test_other_spark_events_are_not_listener_events():
     assert [listener_event_from_dict(fields, JsonSite("log", "event")) for fields in others] == [None] * len(others)
 
 
-def test_query_idle_events_are_skipped():
+def test_query_idle_events_are_read_with_their_run_and_time():
     idle = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
             "id": "x", "runId": "y", "timestamp": "2024-01-01T00:00:00.000Z"}
-    assert listener_event_from_dict(idle, JsonSite("log", "event")) is None
+
+    event = listener_event_from_dict(idle, JsonSite("log", "event"))
+
+    assert (event.id, event.run_id, event.timestamp.isoformat()) == ("x", "y", "2024-01-01T00:00:00+00:00")
+
+
+def test_a_query_idle_event_without_its_time_is_a_corrupt_line():
+    idle = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent", "id": "x", "runId": "y"}
+
+    with pytest.raises(CorruptFileError, match="timestamp"):
+        listener_event_from_dict(idle, JsonSite("log", "event"))
 
 
 @pytest.mark.parametrize("path", SPARK_2_0_EVENT_LOGS, ids=lambda path: path.name)

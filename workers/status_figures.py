@@ -1,0 +1,70 @@
+"""The health model's figures of one checkpoint, brought up to date by every sync that stored something.
+
+From the newest HISTORY_BATCHES batches (an index range of the unique (checkpoint, batch_id)) and
+the progress of those same batch ids: the usual gap between batches, the trigger interval the
+batches show (dashboards.query_status.learn_trigger_interval; kept from earlier syncs while the
+batches show none, e.g. while they run back to back), and over the newest RECENT_BATCHES with
+progress the median batch duration and the mean input and processed rates.
+
+Progress is matched by query id and batch id up to the checkpoint's own latest batch, so a copy
+of a checkpoint (same query id, fewer batches) never takes the live query's newer figures.
+"""
+from __future__ import annotations
+
+import statistics
+from datetime import datetime
+
+from dashboards.models import BatchProgress, Checkpoint
+from dashboards.query_status import learn_trigger_interval
+
+HISTORY_BATCHES = 100
+RECENT_BATCHES = 10
+FIGURE_FIELDS = (
+    "trigger_interval_ms",
+    "typical_gap_ms",
+    "recent_batch_duration_ms",
+    "recent_input_rate",
+    "recent_process_rate",
+    "status_figures_at",
+)
+
+
+def refresh_status_figures(checkpoint: Checkpoint, now: datetime) -> None:
+    """Recompute the figures from the stored batches and progress, and save them."""
+    batches = _newest_batches(checkpoint)
+    starts = [timestamp_ms for _, timestamp_ms in batches]
+    gaps = [(later - earlier) / 1000 for earlier, later in zip(starts, starts[1:]) if later > earlier > 0]
+    progress = _progress_of(checkpoint, first_batch=batches[0][0]) if batches else []
+    durations = [row["batch_duration_ms"] / 1000 for row in progress if row["batch_duration_ms"] is not None]
+    learned = learn_trigger_interval(gaps, durations)
+    if learned is not None:
+        checkpoint.trigger_interval_ms = round(learned * 1000)
+    checkpoint.typical_gap_ms = round(statistics.median(gaps) * 1000) if gaps else None
+    recent = progress[-RECENT_BATCHES:]
+    recent_durations = [row["batch_duration_ms"] for row in recent if row["batch_duration_ms"] is not None]
+    checkpoint.recent_batch_duration_ms = round(statistics.median(recent_durations)) if recent_durations else None
+    with_input = [row for row in recent if row["num_input_rows"]]
+    checkpoint.recent_input_rate = _mean(row["input_rows_per_second"] for row in with_input)
+    checkpoint.recent_process_rate = _mean(row["processed_rows_per_second"] for row in with_input)
+    checkpoint.status_figures_at = now
+    checkpoint.save(update_fields=list(FIGURE_FIELDS))
+
+
+def _newest_batches(checkpoint: Checkpoint) -> list[tuple[int, int]]:
+    """(batch id, batchTimestampMs) of the newest HISTORY_BATCHES + 1 batches, oldest first."""
+    newest = checkpoint.batches.order_by("-batch_id").values_list("batch_id", "timestamp_ms")[: HISTORY_BATCHES + 1]
+    return list(newest)[::-1]
+
+
+def _progress_of(checkpoint: Checkpoint, *, first_batch: int) -> list[dict]:
+    if checkpoint.query_id is None:
+        return []
+    rows = BatchProgress.objects.filter(
+        query_id=checkpoint.query_id, batch_id__gte=first_batch, batch_id__lte=checkpoint.latest_batch_id
+    ).order_by("batch_id")
+    return list(rows.values("batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"))
+
+
+def _mean(values) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.fmean(present) if present else None
