@@ -169,17 +169,17 @@ def stall_seconds(facts: StatusFacts, thresholds: Thresholds) -> float:
 def _not_a_checkpoint(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
     if not facts.root_problem:
         return None
-    return Condition(State.NOT_A_CHECKPOINT, facts.root_problem, facts.last_synced_at)
+    return Condition(State.NOT_A_CHECKPOINT, facts.root_problem)
 
 
 def _failing_to_sync(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
     if not facts.is_enabled:
         return None
     if facts.last_sync_failed:
-        return Condition(State.FAILING_TO_SYNC, f"the last sync failed: {facts.last_sync_message}", facts.last_synced_at)
+        return Condition(State.FAILING_TO_SYNC, f"the last sync failed: {facts.last_sync_message}")
     if facts.unreadable_files:
         files = _count(facts.unreadable_files, "file")
-        return Condition(State.FAILING_TO_SYNC, f"{files} cannot be read (see the sync panel)", facts.last_synced_at)
+        return Condition(State.FAILING_TO_SYNC, f"{files} cannot be read (see the sync panel)")
     if facts.last_synced_at is None:
         return None
     allowed = facts.sync_interval_seconds * thresholds.sync_overdue_intervals + thresholds.sync_grace_seconds
@@ -237,7 +237,8 @@ def _falling_behind(facts: StatusFacts, now: datetime, thresholds: Thresholds) -
 
 
 def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
-    if facts.latest_batch_at is None:
+    # A stalled batch is the more precise account of the same silence.
+    if facts.latest_batch_at is None or _stalled(facts, now, thresholds) is not None:
         return None
     last = max(moment for moment in (facts.latest_batch_at, facts.last_heard_at) if moment is not None)
     silent = (now - last).total_seconds()

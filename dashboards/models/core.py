@@ -100,30 +100,9 @@ def _seconds(milliseconds: int | None) -> float | None:
 
 
 class CheckpointQuerySet(models.QuerySet):
-    def list_ids(self) -> models.QuerySet:
-        """Ids of the checkpoints in the list's order (name), for a Paginator; for_list reads a page of them."""
-        return self.order_by("name").values_list("pk", flat=True)
-
-    def for_list(self, page_ids: models.QuerySet) -> CheckpointQuerySet:
-        """The checkpoints of ``page_ids`` (a slice of list_ids) with what the list page shows, in one query.
-
-        The slice stays an inner query (LIMIT/OFFSET over the name index), and the counts are
-        correlated subqueries of the outer one, so they run for the page's rows only: a Count over
-        joins would group every checkpoint first, and OFFSET on the counted query would still count
-        the rows it skips.
-        """
-        # Finding's module imports this one, so its model is reached through the relation.
-        findings = self.model._meta.get_field("findings").related_model.objects.open()
-        return (
-            self.filter(pk__in=page_ids)
-            .select_related("query")
-            .annotate(
-                open_issue_count=count_per_checkpoint(SyncIssue.objects.open()),
-                finding_error_count=count_per_checkpoint(findings.filter(severity=SEVERITY_ERROR)),
-                finding_warning_count=count_per_checkpoint(findings.filter(severity=SEVERITY_WARNING)),
-            )
-            .order_by("name")
-        )
+    def for_status_list(self) -> CheckpointQuerySet:
+        """Every checkpoint with the columns and annotations the list and the health model need."""
+        return self.with_status_facts().select_related("query").defer("sync_lease_owner", "sync_lease_until")
 
     def with_status_facts(self) -> CheckpointQuerySet:
         """Annotate what the health model needs beyond the row's own columns, one subquery each.

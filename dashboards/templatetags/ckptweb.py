@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from ..timespans import format_span
 
@@ -31,3 +34,58 @@ def utc_seconds(moment) -> str:
     """An aware UTC datetime as "2026-11-25 08:03:11" ("—" for None); strftime, as a 50-row table
     pays Django's localising date filter 100 times."""
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+SPARK_WIDTH, SPARK_HEIGHT = 120, 24
+
+
+@register.simple_tag
+def sparkline(trend) -> str:
+    """An inline SVG line of a Trend (dashboards.trends): batch duration per minute, last hour.
+
+    The vertical scale runs from the trend's own low to its high (said in the tooltip and the
+    accessible label), so the line shows the shape, and the words give the values.
+    """
+    if trend is None or not trend.points:
+        return mark_safe('<span class="spark-empty" title="no progress in the last hour">—</span>')
+    low, high = trend.low, trend.high
+    spread = (high - low) or 1.0
+    coordinates = " ".join(
+        f"{minute * SPARK_WIDTH / trend.minutes:.1f},{SPARK_HEIGHT - 2 - (value - low) / spread * (SPARK_HEIGHT - 4):.1f}"
+        for minute, value in trend.points
+    )
+    label = f"batch duration per minute, last hour: {format_span(low / 1000)} to {format_span(high / 1000)}"
+    return format_html(
+        '<svg class="spark" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
+        '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/></svg>'
+        '<div class="small spark-scale">{} – {}</div>',
+        SPARK_WIDTH, SPARK_HEIGHT, SPARK_WIDTH, SPARK_HEIGHT, label, label, coordinates,
+        format_span(low / 1000), format_span(high / 1000),
+    )
+
+
+@register.filter
+def span_ms(milliseconds: int | float | None) -> str:
+    """Milliseconds as a span: "850 ms", "2.1 s", "3 min 5 s" ("—" for None)."""
+    return "—" if milliseconds is None else format_span(milliseconds / 1000)
+
+
+@register.simple_tag
+def querystring_of(list_request, **changes) -> str:
+    """The list's URL parameters with ``changes`` (status=..., sort=...), page reset."""
+    return urlencode(list_request.as_query(**changes))
+
+
+@register.simple_tag
+def sort_header(list_request, key: str, label: str) -> str:
+    """A column header that sorts the list by ``key``; says the current order to screen readers too."""
+    current = list_request.sort == key
+    order = ("descending" if list_request.descending else "ascending") if current else "none"
+    arrow = ("▼" if list_request.descending else "▲") if current else ""
+    href = "?" + urlencode(list_request.sorted_by(key))
+    return format_html('<th aria-sort="{}"><a href="{}" data-sort="{}">{}</a> {}</th>', order, href, key, label, arrow)
+
+
+@register.filter
+def get_item(mapping, key):
+    return mapping.get(key) if mapping else None

@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from workers import tasks
@@ -24,8 +25,11 @@ from ..charts import (
     state_heatmap_figure,
     state_metrics_figure,
 )
+from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..forms import CheckpointForm
+from ..query_status import Thresholds
+from ..trends import duration_trends
 from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from ..models import (
     Batch,
@@ -61,9 +65,21 @@ def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
 
 
 def _checkpoint_page_context(request: HttpRequest) -> dict:
+    list_request = ListRequest.from_query(request.GET)
+    now = timezone.now()
+    result = build_list(
+        Checkpoint.objects.for_status_list(), list_request, now=now, thresholds=Thresholds.from_settings(settings)
+    )
     # get_page turns a garbage ?page= into the first page and one past the end into the last.
-    page = Paginator(Checkpoint.objects.list_ids(), CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
-    return {"checkpoints": Checkpoint.objects.for_list(page.object_list), "page_obj": page}
+    page = Paginator(result.rows, CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
+    return {
+        "rows": page.object_list,
+        "trends": duration_trends([row.checkpoint for row in page.object_list], now=now),
+        "page_obj": page,
+        "result": result,
+        "list_request": list_request,
+        "providers": PROVIDERS,
+    }
 
 
 @login_required

@@ -1,7 +1,9 @@
-"""The checkpoint list in pages of 50: page links, the refreshing panel, bad page numbers, bounded work."""
+"""The checkpoint list: status first, counts per status, search, filters, sorts, copies, pages of 50."""
 from __future__ import annotations
 
 import re
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -9,18 +11,22 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboards.models import Checkpoint, Finding, SyncIssue
+from dashboards.models import BatchProgress, Checkpoint, Finding, StreamingQuery, SyncIssue, SyncRun
 
 pytestmark = pytest.mark.django_db
 
 
-def register_checkpoints(count: int) -> None:
+def register_checkpoints(count: int, prefix: str = "q") -> None:
     """``count`` checkpoints named q000, q001, ... (bulk: the list does not need their sync schedules)."""
-    Checkpoint.objects.bulk_create(Checkpoint(name=f"q{n:03d}", url=f"/nowhere/q{n:03d}") for n in range(count))
+    Checkpoint.objects.bulk_create(Checkpoint(name=f"{prefix}{n:03d}", url=f"/nowhere/{prefix}{n:03d}") for n in range(count))
 
 
 def names_shown(html: str) -> list[str]:
-    return re.findall(r'/">(q\d{3})</a>', html)
+    return re.findall(r'<tr class="[^"]*" data-checkpoint="([^"]+)"', html)
+
+
+def statuses_shown(html: str) -> dict[str, str]:
+    return dict(re.findall(r'data-checkpoint="([^"]+)" data-status="([^"]+)"', html))
 
 
 def get_list(client, name: str = "checkpoint-list", **query) -> str:
@@ -29,15 +35,26 @@ def get_list(client, name: str = "checkpoint-list", **query) -> str:
     return response.content.decode()
 
 
-def test_the_list_shows_fifty_checkpoints_a_page_in_name_order(viewer_client):
+def live(name: str, *, seconds_ago: float = 3, url: str | None = None, query: StreamingQuery | None = None, **figures) -> Checkpoint:
+    """A checkpoint a sync found running: batch 10 planned ``seconds_ago``, committed, synced just now."""
+    now = timezone.now()
+    figures = {
+        "latest_batch_id": 10, "latest_batch_at": now - timedelta(seconds=seconds_ago), "latest_committed_batch_id": 10,
+        "last_synced_at": now, "typical_gap_ms": 5_000, **figures,
+    }
+    return Checkpoint.objects.create(name=name, url=url or f"/data/{name}", query=query, **figures)
+
+
+def test_the_list_shows_fifty_checkpoints_a_page_worst_status_first_then_by_name(viewer_client):
     register_checkpoints(120)
+    live("a-running")
+    live("b-stopped", seconds_ago=3600)
 
     first, last = get_list(viewer_client), get_list(viewer_client, page=3)
 
-    assert names_shown(first) == [f"q{n:03d}" for n in range(50)]
-    assert names_shown(last) == [f"q{n:03d}" for n in range(100, 120)]
-    assert "page 1 of 3 (1–50 of 120)" in first and 'href="?page=2" hx-get="/panels/checkpoints/?page=2"' in first
-    assert 'rel="next"' not in last and 'href="?page=2"' in last
+    assert names_shown(first) == ["b-stopped"] + [f"q{n:03d}" for n in range(49)]
+    assert names_shown(last)[-1] == "a-running"
+    assert "page 1 of 3 (1–50 of 122)" in first and 'href="?page=2"' in first
 
 
 def test_one_page_of_checkpoints_has_no_page_links(viewer_client):
@@ -53,40 +70,137 @@ def test_a_garbage_or_out_of_range_page_shows_the_first_or_last_page(viewer_clie
         assert names_shown(get_list(viewer_client, name, page=page))[0] == first_shown, name
 
 
-def test_the_panel_refreshes_the_page_on_show_and_keeps_other_parameters(viewer_client):
+def test_the_refresh_asks_for_the_same_filters_sort_and_page(viewer_client):
     register_checkpoints(120)
 
-    page = get_list(viewer_client, page=2, sort="name")
-    panel = get_list(viewer_client, "checkpoint-list-panel", page=2, sort="name")
+    page = get_list(viewer_client, page=2, sort="name", q="q")
+    panel = get_list(viewer_client, "checkpoint-list-panel", page=2, sort="name", q="q")
 
-    refresh = 'id="checkpoint-list-panel" hx-get="/panels/checkpoints/?page=2&amp;sort=name"'
+    refresh = 'hx-get="/panels/checkpoints/?page=2&amp;sort=name&amp;q=q"'
     assert refresh in page and refresh in panel
     assert names_shown(panel) == names_shown(page) == [f"q{n:03d}" for n in range(50, 100)]
-    assert 'href="?page=3&amp;sort=name"' in panel and 'hx-push-url="?page=1&amp;sort=name"' in panel
+    assert 'href="?page=3&amp;sort=name&amp;q=q"' in panel
 
 
-def test_a_page_shows_the_open_issues_and_findings_of_its_own_checkpoints(viewer_client):
-    register_checkpoints(60)
-    broken, other = Checkpoint.objects.get(name="q055"), Checkpoint.objects.get(name="q056")
+def test_each_row_says_its_status_and_why(viewer_client):
+    live("orders")
+    live("payments", seconds_ago=9 * 60)
+    Checkpoint.objects.create(name="fresh", url="/data/fresh")
+
+    html = get_list(viewer_client)
+
+    assert statuses_shown(html) == {"payments": "stopped", "fresh": "not-started", "orders": "running"}
+    row = html[html.index('data-checkpoint="payments"'):html.index('data-checkpoint="fresh"')]
+    assert "no new batch for 9 min (batch 10)" in row and "add the listener or register the event log" in row
+
+
+def test_the_counts_per_status_are_links_to_the_filtered_list(viewer_client):
+    live("orders")
+    live("payments", seconds_ago=9 * 60)
+    live("refunds", seconds_ago=20 * 60)
+
+    html = get_list(viewer_client)
+    stopped = get_list(viewer_client, status="stopped")
+
+    assert re.search(r'href="\?status=stopped"[^>]*data-status="stopped">stopped <b>2</b>', html)
+    assert re.search(r'data-status="running">running <b>1</b>', html)
+    assert names_shown(stopped) == ["payments", "refunds"]
+    assert re.search(r'class="count all"[^>]*>all <b>3</b>', stopped), "the counts ignore the status filter"
+
+
+def test_search_finds_by_name_path_query_id_and_query_name(viewer_client):
+    query = StreamingQuery.objects.create(query_id=uuid.UUID("6f1c1d2e-0000-4000-8000-000000000001"), name="orders_to_lake")
+    live("orders", query=query, url="s3://lake/ckpt/orders")
+    live("payments")
+
+    assert names_shown(get_list(viewer_client, q="PAYM")) == ["payments"]
+    assert names_shown(get_list(viewer_client, q="lake/ckpt")) == ["orders"]
+    assert names_shown(get_list(viewer_client, q="6f1c1d2e")) == ["orders"]
+    assert names_shown(get_list(viewer_client, q="orders_to")) == ["orders"]
+    assert 'id="no-match"' in get_list(viewer_client, q="nothing-like-this")
+
+
+def test_filters_by_provider_storage_scheme_and_findings(viewer_client):
+    live("hdfs-agg", state_providers="hdfs", url="/data/hdfs-agg")
+    live("rocks-join", state_providers="rocksdb", url="s3://lake/rocks-join")
+    damaged = live("stateless", url="abfs://container/stateless")
+    Finding.objects.create(checkpoint=damaged, code="x", path="offsets/1", severity=Finding.Severity.WARNING, message="m")
+
+    assert names_shown(get_list(viewer_client, provider="rocksdb")) == ["rocks-join"]
+    assert names_shown(get_list(viewer_client, scheme="file")) == ["hdfs-agg"]
+    assert names_shown(get_list(viewer_client, scheme="abfs")) == ["stateless"]
+    assert names_shown(get_list(viewer_client, findings="1")) == ["stateless"]
+
+
+@pytest.mark.parametrize(
+    ("sort", "expected"),
+    [
+        ("latest_batch", ["old", "mid", "new"]),
+        ("-latest_batch", ["new", "mid", "old"]),
+        ("duration", ["new", "old", "mid"]),
+        ("-input_rate", ["mid", "old", "new"]),
+        ("state_size", ["old", "new", "mid"]),
+        ("-name", ["old", "new", "mid"]),
+    ],
+)
+def test_every_column_sorts_and_rows_without_a_value_go_last(viewer_client, sort, expected):
+    live("old", seconds_ago=40, recent_batch_duration_ms=900, recent_input_rate=5.0, state_bytes=10)
+    live("mid", seconds_ago=20, recent_batch_duration_ms=None, recent_input_rate=50.0, state_bytes=None)
+    live("new", seconds_ago=10, recent_batch_duration_ms=300, recent_input_rate=None, state_bytes=2_000)
+
+    assert names_shown(get_list(viewer_client, sort=sort)) == expected
+
+
+def test_a_sorted_header_says_its_order_and_links_to_the_other_one(viewer_client):
+    live("orders")
+
+    html = get_list(viewer_client, sort="latest_batch")
+
+    assert '<th aria-sort="ascending"><a href="?sort=-latest_batch" data-sort="latest_batch">Latest batch</a> ▲</th>' in html
+
+
+def test_two_checkpoints_with_the_same_query_id_are_flagged_on_both_rows(viewer_client):
+    query = StreamingQuery.objects.create(query_id=uuid.uuid4())
+    original, copy = live("orders", query=query), live("orders-restored", query=query, latest_batch_id=5, latest_committed_batch_id=5)
+    live("payments", query=StreamingQuery.objects.create(query_id=uuid.uuid4()))
+
+    html = get_list(viewer_client)
+
+    for row, other in ((original, copy), (copy, original)):
+        start = html.index(f'data-checkpoint="{row.name}"')
+        cell = html[start:html.index("</tr>", start)]
+        assert f'⚠ same query id as <a href="/checkpoints/{other.pk}/" hx-boost="false">{other.name}</a>' in cell
+    assert html.count('class="copy-warning"') == 2
+
+
+def test_progress_of_a_copys_later_batches_does_not_make_the_copy_look_alive(viewer_client):
+    query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     now = timezone.now()
-    for path, resolved_at in (("offsets/1", None), ("offsets/2", None), ("offsets/3", now)):
-        SyncIssue.objects.create(checkpoint=broken, path=path, error_type="CorruptFileError", reason="r", resolved_at=resolved_at)
-    for code, severity, resolved_at in (
-        ("a", Finding.Severity.ERROR, None), ("b", Finding.Severity.WARNING, None), ("c", Finding.Severity.WARNING, None),
-        ("d", Finding.Severity.ERROR, now),
-    ):
-        Finding.objects.create(checkpoint=broken, code=code, path="offsets/1", severity=severity, message="m", resolved_at=resolved_at)
-    Finding.objects.create(checkpoint=other, code="e", path="offsets/1", severity=Finding.Severity.ERROR, message="m")
+    live("orders", query=query, latest_batch_id=117, latest_committed_batch_id=117)
+    live("orders-copy", query=query, seconds_ago=3600, latest_batch_id=98, latest_committed_batch_id=98)
+    BatchProgress.objects.create(query=query, batch_id=117, timestamp=now - timedelta(seconds=2), origin="listener", num_input_rows=5)
+    BatchProgress.objects.create(query=query, batch_id=98, timestamp=now - timedelta(seconds=3600), origin="listener", num_input_rows=5)
 
-    counts = {
-        c.name: (c.open_issue_count, c.finding_error_count, c.finding_warning_count)
-        for c in Checkpoint.objects.for_list(Checkpoint.objects.filter(name__in=["q054", "q055", "q056"]).values("pk"))
-    }
-    html = get_list(viewer_client, page=2)
+    assert statuses_shown(get_list(viewer_client)) == {"orders-copy": "stopped", "orders": "running"}
 
-    assert counts == {"q054": (0, 0, 0), "q055": (2, 1, 2), "q056": (0, 1, 0)}
-    row = html[html.index(">q055</a>"):html.index(">q056</a>")]
-    assert '<span class="badge error">2</span>' in row and 'title="warnings">2</span>' in row
+
+def test_a_failed_last_sync_and_unreadable_files_show_as_failing_to_sync(viewer_client):
+    broken, unreadable = live("broken"), live("unreadable")
+    SyncRun.objects.create(checkpoint=broken, finished_at=timezone.now(), status=SyncRun.Status.FAILED, message="s3://x: connection refused")
+    SyncIssue.objects.create(checkpoint=unreadable, path="offsets/3", error_type="CorruptFileError", reason="r")
+
+    html = get_list(viewer_client)
+
+    assert statuses_shown(html) == {"broken": "failing-to-sync", "unreadable": "failing-to-sync"}
+    assert "the last sync failed: s3://x: connection refused" in html and "1 file cannot be read" in html
+
+
+def test_the_empty_list_says_how_to_register_a_checkpoint(client, operator_user):
+    client.force_login(operator_user)
+
+    html = get_list(client)
+
+    assert "No checkpoint is registered yet." in html and "Register one" in html and 'id="status-counts"' not in html
 
 
 @pytest.mark.parametrize("page", ["1", "2"])
@@ -96,26 +210,6 @@ def test_a_page_makes_as_many_queries_at_200_checkpoints_as_at_60(viewer_client,
     with CaptureQueriesContext(connection) as few:
         get_list(viewer_client, page=page)
     few_count = len(few)  # read now: the next request empties the connection's query log
-    Checkpoint.objects.bulk_create(Checkpoint(name=f"r{n:03d}", url=f"/nowhere/r{n:03d}") for n in range(140))
+    register_checkpoints(140, prefix="r")
     with django_assert_max_num_queries(few_count):
         get_list(viewer_client, page=page)
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
-def test_the_per_checkpoint_counts_run_for_the_fifty_rows_of_a_page_only(viewer_client):
-    register_checkpoints(200)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    with CaptureQueriesContext(connection) as queries:
-        get_list(viewer_client, page=2)
-
-    [sql] = [q["sql"] for q in queries.captured_queries if "dashboards_syncissue" in q["sql"]]
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-
-    # One SubPlan per count (open issues, errors, warnings), each run once per shown row.
-    subplan_loops = re.findall(r"SubPlan \d+\n\s+->.*?loops=(\d+)", plan)
-    assert subplan_loops == ["50", "50", "50"], plan
-    assert "LIMIT 50 OFFSET 50" in sql
-

@@ -1,0 +1,81 @@
+"""The list's small trend per row: batch duration per minute over the last hour, from one query.
+
+One grouped statement for a whole page of checkpoints reads the progress of the last hour, each
+checkpoint's batches only (up to its own latest batch, so a copy of a checkpoint does not draw
+the live query's line), and averages batchDurationMs per minute. An index range on the unique
+(query, batch_id) bounds what it reads: at most TREND_MAX_BATCHES batches before each latest.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import reduce
+from operator import or_
+
+from django.db.models import Avg, Q
+from django.db.models.functions import TruncMinute
+
+from .models import BatchProgress
+
+TREND_MINUTES = 60
+# A trigger of 1 s gives 3,600 batches an hour; faster queries show their newest hour's tail.
+TREND_MAX_BATCHES = 3_600
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """Average batch duration (ms) per minute, oldest first; minutes without batches are absent."""
+
+    points: tuple[tuple[int, float], ...]  # (minutes since the start of the window, value)
+    minutes: int
+
+    @property
+    def low(self) -> float:
+        return min(value for _, value in self.points)
+
+    @property
+    def high(self) -> float:
+        return max(value for _, value in self.points)
+
+
+def duration_trends(checkpoints: Iterable, *, now: datetime) -> dict[int, Trend]:
+    """Checkpoint id -> its Trend, for the checkpoints with progress in the last TREND_MINUTES.
+
+    Checkpoints that share a query id (a copy) go to separate statements, one per copy: a page
+    normally needs one.
+    """
+    rounds: list[dict[int, object]] = []
+    for checkpoint in checkpoints:
+        if checkpoint.query_id is None or checkpoint.latest_batch_id is None:
+            continue
+        free = next((batch for batch in rounds if checkpoint.query_id not in batch), None)
+        if free is None:
+            rounds.append(free := {})
+        free[checkpoint.query_id] = checkpoint
+    trends = {}
+    for batch in rounds:
+        trends.update(_trends_of(batch, start=now - timedelta(minutes=TREND_MINUTES)))
+    return trends
+
+
+def _trends_of(by_query: dict[int, object], *, start: datetime) -> dict[int, Trend]:
+    own_batches = reduce(
+        or_,
+        (
+            Q(query_id=query, batch_id__gt=checkpoint.latest_batch_id - TREND_MAX_BATCHES, batch_id__lte=checkpoint.latest_batch_id)
+            for query, checkpoint in by_query.items()
+        ),
+    )
+    rows = (
+        BatchProgress.objects.filter(own_batches, timestamp__gte=start, batch_duration_ms__isnull=False)
+        .annotate(minute=TruncMinute("timestamp"))
+        .values("query_id", "minute")
+        .annotate(duration=Avg("batch_duration_ms"))
+        .order_by("query_id", "minute")
+    )
+    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for row in rows:
+        points[row["query_id"]].append((int((row["minute"] - start).total_seconds() // 60), float(row["duration"])))
+    return {by_query[query].pk: Trend(tuple(values), TREND_MINUTES) for query, values in points.items()}
