@@ -49,12 +49,12 @@ class State(enum.Enum):
     """The states, in precedence order: the first condition that holds is the query's status."""
 
     NOT_A_CHECKPOINT = ("not-a-checkpoint", "not a checkpoint", Severity.ERROR)
+    SYNC_DISABLED = ("sync-disabled", "sync disabled", Severity.NEUTRAL)
     FAILING_TO_SYNC = ("failing-to-sync", "failing to sync", Severity.ERROR)
     DAMAGED = ("damaged", "damaged", Severity.ERROR)
     STALLED = ("stalled", "stalled", Severity.ERROR)
     FALLING_BEHIND = ("falling-behind", "falling behind", Severity.WARNING)
     STOPPED = ("stopped", "stopped", Severity.WARNING)
-    SYNC_DISABLED = ("sync-disabled", "sync disabled", Severity.NEUTRAL)
     NOT_STARTED = ("not-started", "not started", Severity.NEUTRAL)
     IDLE = ("idle", "idle", Severity.OK)
     RUNNING = ("running", "running", Severity.OK)
@@ -142,11 +142,10 @@ class QueryStatus:
 
 def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = Thresholds()) -> QueryStatus:
     """Return the status of one query: every condition that holds, the first of them in front."""
-    conditions = [
-        condition
-        for check in _CHECKS
-        if (condition := check(facts, now, thresholds)) is not None
-    ]
+    # A disabled checkpoint's figures stopped moving with its sync: judging them against the
+    # clock (stopped, stalled, behind) would only describe ckptweb, not the query.
+    checks = _CHECKS if facts.is_enabled else _CHECKS_OF_STORED_FIGURES
+    conditions = [condition for check in checks if (condition := check(facts, now, thresholds)) is not None]
     if not conditions:
         conditions = [_running(facts)]
     conditions.sort(key=lambda condition: list(State).index(condition.state))
@@ -292,6 +291,7 @@ def _running(facts: StatusFacts) -> Condition:
     return Condition(State.RUNNING, f"batch {facts.latest_batch_id}{planned}{cadence}", facts.latest_batch_at)
 
 
+_CHECKS_OF_STORED_FIGURES = (_not_a_checkpoint, _damaged, _sync_disabled, _not_started)
 _CHECKS = (
     _not_a_checkpoint,
     _failing_to_sync,

@@ -3,7 +3,7 @@
 Queries per scrape, whatever the number of batches, runs or partitions: 1 checkpoints (with
 correlated subqueries), 2 last sync runs, 3 sync totals, 4 newest progress, 5 its state
 operators, 6 state stores, 7 compactible logs, 8 inventory, 9 findings, 10 maintenance runs,
-11 beat, 12 event-log directories. The broker is asked once, with a timeout. Nothing reads
+11 beat, 12 event-log directories, 13 the health model's figures (status.py, the list's query). The broker is asked once, with a timeout. Nothing reads
 checkpoint storage.
 
 A family group is one function ``(rows, labels) -> Iterator[Metric]`` (or fewer arguments) with
@@ -21,6 +21,7 @@ from .health import finding_families, inventory_families, metadata_log_families,
 from .maintenance import maintenance_families
 from .progress import progress_families
 from .services import beat_families, broker_families, event_log_families
+from .status import status_families
 from .syncs import sync_families
 
 
@@ -32,6 +33,7 @@ class CkptwebCollector(Collector):
         rows = read_checkpoints()
         labels = checkpoint_labels(rows)
         yield from checkpoint_families(rows, labels)
+        yield from status_families(labels)
         yield from sync_families(rows, labels)
         yield from progress_families(rows, labels, per_operator=per_operator)
         yield from state_store_families(labels, per_operator=per_operator)

@@ -28,7 +28,8 @@ from ..charts import (
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..forms import CheckpointForm
-from ..query_status import Thresholds
+from ..query_status import Thresholds, assess
+from ..state_as_of import StateAsOf
 from ..trends import duration_trends
 from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from ..models import (
@@ -241,7 +242,16 @@ def _health_context(checkpoint: Checkpoint) -> dict:
     return {
         "sync_runs": checkpoint.sync_runs.order_by("-started_at")[:RECENT_SYNC_RUNS],
         "issues": checkpoint.issues.open(),
+        **_status_context(checkpoint),
     }
+
+
+def _status_context(checkpoint: Checkpoint) -> dict:
+    """The health model's status of the checkpoint, from the figures the list reads too."""
+    with_facts = Checkpoint.objects.with_status_facts().get(pk=checkpoint.pk)
+    facts = with_facts.status_facts()
+    status = assess(facts, now=timezone.now(), thresholds=Thresholds.from_settings(settings))
+    return {"status": status, "last_heard_at": facts.last_heard_at}
 
 
 def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
@@ -284,8 +294,11 @@ def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | No
 
 def _state_context(checkpoint: Checkpoint) -> dict:
     partitions = checkpoint.state_partitions.for_panel()
+    stores = partitions.store_totals()
     return {
         "state_partitions": partitions,
-        "state_stores": partitions.store_totals(),
+        "state_stores": stores,
         "state_scan": StateScan.objects.latest_for(checkpoint),
+        "state_as_of": StateAsOf.of(checkpoint, stores),
+        "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
     }

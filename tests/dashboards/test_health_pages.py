@@ -85,7 +85,7 @@ def test_a_healthy_checkpoint_says_so(viewer_client, synced_dedup):
     page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
     assert 'id="findings-none"' in page and "No findings at the last check" in page
     listing = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
-    assert '<td class="findings">ok</td>' in listing
+    assert '<td class="findings">none</td>' in listing
 
 
 def test_inventory_rows_count_the_files_on_disk(viewer_client, synced_dedup):
@@ -165,4 +165,4 @@ def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer
 
     # 3 intervals of 60 s plus a minute of grace: 4 minutes.
     assert ('id="sync-overdue"' in detail) is stale
-    assert ('title="no sync for more than 3 intervals' in listing) is stale
+    assert ('data-status="failing-to-sync"' in listing and "no sync for" in listing) is stale

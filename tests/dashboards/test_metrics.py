@@ -30,8 +30,8 @@ pytestmark = pytest.mark.django_db
 
 # read_checkpoints, last runs, sync totals of the runs kept and of the runs pruned, progress,
 # operators, state stores, logs, inventory, findings, maintenance runs, beat, event-log
-# directories (dashboards/metrics/collector.py).
-METRICS_QUERIES = 13
+# directories, the health model's figures (dashboards/metrics/collector.py).
+METRICS_QUERIES = 14
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 
 
@@ -356,3 +356,22 @@ def _checkpoint_with_history(index: int, batches: int) -> Checkpoint:
 def _family_names(names: list[str]) -> set[str]:
     """Counter samples end in _total; their family does not."""
     return {name.removesuffix("_total") for name in names}
+
+
+def test_the_status_family_says_what_the_health_model_says_with_one_sample_per_state(client):
+    from dashboards.query_status import State
+
+    now = datetime.now(timezone.utc)
+    make_checkpoint(
+        name="stuck", latest_batch_id=7, latest_batch_at=now - timedelta(hours=1), latest_committed_batch_id=6, last_synced_at=now,
+    )
+
+    samples = scrape(client)
+
+    status = {state.slug: checkpoint_sample(samples, "ckptweb_checkpoint_status", "stuck", state=state.slug) for state in State}
+    assert status == {state.slug: int(state is State.STALLED) for state in State}
+    assert checkpoint_sample(samples, "ckptweb_checkpoint_condition", "stuck", state="stalled") == 1
+    assert checkpoint_sample(samples, "ckptweb_checkpoint_condition", "stuck", state="stopped") == 0
+    assert checkpoint_sample(samples, "ckptweb_checkpoint_status_since_timestamp_seconds", "stuck") == pytest.approx(
+        (now - timedelta(hours=1)).timestamp()
+    )

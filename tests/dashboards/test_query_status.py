@@ -171,12 +171,16 @@ def test_a_checkpoint_without_batches_has_not_started():
     assert status_of(StatusFacts()).reason == "not synced yet: the first sync is queued"
 
 
-def test_a_disabled_checkpoint_is_not_reported_as_failing_to_sync():
-    disabled = replace(LIVE, is_enabled=False, last_synced_at=NOW - timedelta(days=2), latest_batch_at=NOW - timedelta(days=2), last_heard_at=None)
+def test_a_disabled_checkpoint_is_judged_only_on_what_does_not_age():
+    disabled = replace(
+        LIVE, is_enabled=False, last_synced_at=NOW - timedelta(days=2), latest_batch_at=NOW - timedelta(days=2), last_heard_at=None,
+        error_findings=1,
+    )
 
     status = status_of(disabled)
 
-    assert [c.state for c in status.conditions] == [State.STOPPED, State.SYNC_DISABLED]
+    assert [c.state for c in status.conditions] == [State.SYNC_DISABLED, State.DAMAGED]
+    assert status.reason == "ckptweb does not sync this checkpoint; figures as of 2026-11-23 12:00:00 UTC"
 
 
 @pytest.mark.parametrize(

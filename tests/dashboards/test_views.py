@@ -52,13 +52,15 @@ def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries
     for name in ("never-synced", "second", "third"):
         make_checkpoint(name=name, url=f"/nowhere/{name}")
     # session (none when sessions are read from the shared cache), user, two permission look-ups
-    # for the menu, the paginator's count, and one for the page of checkpoints with their issue counts
+    # for the menu, one for every checkpoint with the health model's figures, one for the trends
     session_queries = 0 if settings.SESSION_ENGINE.endswith("cached_db") else 1
     with django_assert_num_queries(session_queries + 5):
         page = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
     assert "inconsistent" in page and "never-synced" in page
     assert "d4358946-170c-49a7-823b-d8e4e9126616" in page
-    assert '<span class="badge warn">1</span>' in page  # batch 4 has no commit
+    # Batch 4 of Spark's 2018 checkpoint has offsets/4 and no commits/4.
+    assert 'data-checkpoint="inconsistent" data-status="stalled"' in page
+    assert "batch 4 was planned" in page
 
 
 def test_query_page_lists_batches_newest_first_and_flags_the_uncommitted_one(viewer_client, synced):

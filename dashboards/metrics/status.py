@@ -1,0 +1,32 @@
+"""The health model's families: each checkpoint's status and every condition that holds.
+
+One query (CheckpointQuerySet.for_status_list, the list page's) and dashboards.query_status.assess
+at scrape time, so a graph, an alert and the pages say the same. Each family has one sample per
+checkpoint and state, 1 or 0, as kube-state-metrics does for a pod's phase: a state that stops
+holding drops to 0 instead of vanishing, so alerts resolve.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.utils import timezone
+
+from ..models import Checkpoint
+from ..query_status import State, Thresholds, assess
+from .families import CheckpointLabels, add, gauge, seconds
+
+
+def status_families(labels: CheckpointLabels) -> Iterator:
+    status = gauge("checkpoint_status", "1 for the checkpoint's health status (the first condition that holds), 0 for the others.", ("state",))
+    condition = gauge("checkpoint_condition", "1 for every health condition that holds (the status and what the list shows as 'also').", ("state",))
+    since = gauge("checkpoint_status_since_timestamp_seconds", "Since when the status holds (Unix seconds), where the model knows.")
+    now, thresholds = timezone.now(), Thresholds.from_settings(settings)
+    for checkpoint in Checkpoint.objects.for_status_list():
+        assessed = assess(checkpoint.status_facts(), now=now, thresholds=thresholds)
+        holding = {held.state for held in assessed.conditions}
+        for state in State:
+            add(status, labels, checkpoint.pk, int(state is assessed.state), state.slug)
+            add(condition, labels, checkpoint.pk, int(state in holding), state.slug)
+        add(since, labels, checkpoint.pk, seconds(assessed.since))
+    yield from (status, condition, since)
