@@ -12,7 +12,7 @@ MIN_SYNC_INTERVAL_SECONDS = 5
 class CheckpointForm(forms.ModelForm):
     class Meta:
         model = Checkpoint
-        fields = ["name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds"]
+        fields = ["name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds", "expected_trigger_seconds"]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

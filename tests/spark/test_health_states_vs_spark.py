@@ -1,0 +1,240 @@
+"""Each health state built by real PySpark queries, and the four places that show it agree on it.
+
+Real queries on one SparkSession with the shipped listener posting to a live ckptweb: one keeps
+running, one was stopped between batches, one sits idle on an empty file source (Spark 3.5+
+reports that with QueryIdleEvent), one whose batches start taking longer than its trigger; beside
+them Spark's checkpoint of a run killed mid-batch (tests/fixtures/killed_mid_batch), a copy of
+the running query's checkpoint taken while it ran, and a folder that is no checkpoint. After a
+sync of each, the list (its row), the query page (its header), /metrics
+(ckptweb_checkpoint_status) and the alert rules (promtool test rules over the scraped
+ckptweb_checkpoint_condition samples) must all say the state the scenario built.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+
+from dashboards.models import Checkpoint
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES, REPO_DIR
+from pipelines.progress_listener import CkptwebProgressListener
+from pipelines.queries import (
+    FIXTURE_START_MS,
+    RateSpec,
+    file_events,
+    noop_sink,
+    stop_between_batches,
+    windowed_agg_foreach_batch_query,
+    windowed_agg_noop_query,
+)
+from prometheus.scenario import checkpoint_sample, parse_exposition
+from workers.sync import sync_checkpoint
+
+pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
+
+# The floors of the quiet and stall periods in this test: short, so that a stopped query shows
+# as stopped within the test; the queries' own triggers are shorter still.
+QUIET_SECONDS = 12
+# Triggers long enough that a small batch on a loaded 2-core machine still ends well before the
+# next (so the trigger is learned, and the running query is not taken for one falling behind).
+FAST_TRIGGER = "3 seconds"
+RUNNING_TRIGGER = "5 seconds"
+SLOW_BATCH_SECONDS = 8.0
+# The alert each condition of the health model raises (docs/prometheus/alerts.yml).
+ALERT_OF_CONDITION = {
+    "stopped": "CkptwebQueryStopped",
+    "stalled": "CkptwebQueryStalled",
+    "falling-behind": "CkptwebQueryFallingBehind",
+    "damaged": "CkptwebCheckpointDamaged",
+    "not-a-checkpoint": "CkptwebNotACheckpoint",
+    "failing-to-sync": "CkptwebSyncFailing",
+}
+EXPECTED = {
+    "running": "running",
+    "stopped": "stopped",
+    "idle": "idle",
+    "behind": "falling-behind",
+    "killed": "stalled",
+    "copy": "stopped",
+    "nothing": "not-a-checkpoint",
+}
+
+
+def _wait_for(condition, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def _batches_done(query) -> int:
+    return -1 if query.lastProgress is None else query.lastProgress["batchId"]
+
+
+@pytest.fixture
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.fail("promtool is not installed: .ci/system-packages installs Debian's prometheus package")
+    return path
+
+
+@pytest.fixture
+def pipeline_token(django_user_model) -> str:
+    user = django_user_model.objects.create_user("pipeline")
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.create(user=user).key
+
+
+@pytest.fixture
+def quick_thresholds(settings):
+    settings.HEALTH_STOPPED_AFTER_SECONDS = QUIET_SECONDS
+    settings.HEALTH_STALLED_AFTER_SECONDS = QUIET_SECONDS
+
+
+@pytest.fixture
+def listener(spark, live_server, pipeline_token, tmp_path):
+    listener = CkptwebProgressListener(live_server.url, pipeline_token, spool_dir=tmp_path / "spool")
+    spark.streams.addListener(listener)
+    yield listener
+    spark.streams.removeListener(listener)
+    listener.close(timeout_seconds=30)
+
+
+def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_leaves(
+    spark, listener, checkpoint_roots, copy_checkpoint, quick_thresholds, admin_client, promtool, tmp_path
+):
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "1000")
+    rate = RateSpec(rows_per_batch=5, start_ms=FIXTURE_START_MS, advance_ms=1000)
+    queries = []
+    try:
+        stopped = windowed_agg_noop_query(spark, checkpoint_roots / "stopped", "health_stopped", rate).trigger(processingTime="300 milliseconds").start()
+        queries.append(stopped)
+        _wait_for(lambda: _batches_done(stopped) >= 2, "three batches of the query to stop")
+        stop_between_batches(stopped, timeout_seconds=60)
+
+        slow = threading.Event()
+        behind = windowed_agg_foreach_batch_query(
+            spark, checkpoint_roots / "behind", "health_behind", rate, lambda frame, batch_id: slow.is_set() and time.sleep(SLOW_BATCH_SECONDS)
+        ).trigger(processingTime=FAST_TRIGGER).start()
+        running = windowed_agg_noop_query(spark, checkpoint_roots / "running", "health_running", rate).trigger(processingTime=RUNNING_TRIGGER).start()
+        (checkpoint_roots / "idle" / "input").mkdir(parents=True)
+        (checkpoint_roots / "idle" / "input" / "0.json").write_text('{"id": "a", "event_time": "2024-01-01T00:00:00Z", "value": 1}\n')
+        idle = noop_sink(file_events(spark, checkpoint_roots / "idle" / "input"), checkpoint_roots / "idle", "health_idle").trigger(
+            processingTime="500 milliseconds"
+        ).start()
+        queries += [behind, running, idle]
+
+        checkpoints = {
+            name: make_checkpoint(name=name, url=str(checkpoint_roots / name / "checkpoint"), sync_interval_seconds=5)
+            for name in ("stopped", "behind", "running", "idle")
+        }
+        checkpoints["killed"] = make_checkpoint(name="killed", url=str(copy_checkpoint(OUR_FIXTURES / "killed_mid_batch" / "checkpoint", "killed")))
+        (checkpoint_roots / "nothing").mkdir()
+        (checkpoint_roots / "nothing" / "notes.txt").write_text("not a checkpoint\n")
+        checkpoints["nothing"] = make_checkpoint(name="nothing", url=str(checkpoint_roots / "nothing"))
+
+        # The trigger is learned while the batches keep up; then they slow down past it.
+        _wait_for(lambda: _batches_done(behind) >= 9, "ten batches on time")
+        sync_checkpoint(checkpoints["behind"].pk)
+        slow.set()
+        copied = shutil.copytree(checkpoint_roots / "running" / "checkpoint", checkpoint_roots / "copy" / "checkpoint")
+        checkpoints["copy"] = make_checkpoint(name="copy", url=str(copied))
+        slow_from = _batches_done(behind) + 2
+        _wait_for(lambda: _batches_done(behind) >= slow_from + 7, "eight batches slower than the trigger", timeout=300)
+        _wait_for(lambda: _copy_is_quiet(copied), "the copy's quiet period")
+
+        for checkpoint in checkpoints.values():
+            sync_checkpoint(checkpoint.pk)
+        shown = _states_shown(admin_client, checkpoints, promtool, tmp_path)
+    finally:
+        for query in queries:
+            if query.isActive:
+                query.stop()
+
+    for name, expected in EXPECTED.items():
+        assert shown[name] == {"list": expected, "header": expected, "metrics": expected, "alerts": shown[name]["alerts"]}, name
+        expected_alert = ALERT_OF_CONDITION.get(expected)
+        if expected_alert:
+            assert expected_alert in shown[name]["alerts"], (name, shown[name]["alerts"])
+
+
+def _copy_is_quiet(copied: Path) -> bool:
+    newest = max(path.stat().st_mtime for path in (copied / "offsets").iterdir())
+    return time.time() - newest > QUIET_SECONDS + 2
+
+
+def _states_shown(client, checkpoints: dict[str, Checkpoint], promtool: str, tmp_path: Path) -> dict[str, dict]:
+    """What the list, each query page, /metrics and the alert rules say of each checkpoint."""
+    listing = client.get(reverse("dashboards:checkpoint-list")).content.decode()
+    in_list = dict(re.findall(r'data-checkpoint="([^"]+)" data-status="([^"]+)"', listing))
+    samples = parse_exposition(client.get("/metrics").content.decode())
+    firing = _alerts_firing(samples, list(checkpoints), promtool, tmp_path)
+    shown = {}
+    for name, checkpoint in checkpoints.items():
+        page = client.get(checkpoint.get_absolute_url()).content.decode()
+        header = re.search(r'id="query-status" data-status="([^"]+)"', page).group(1)
+        metrics = [slug for slug in _slugs(samples) if checkpoint_sample(samples, "ckptweb_checkpoint_status", name, state=slug) == 1]
+        shown[name] = {"list": in_list.get(name), "header": header, "metrics": metrics[0] if len(metrics) == 1 else metrics, "alerts": firing[name]}
+    return shown
+
+
+def _slugs(samples: dict) -> set[str]:
+    return {dict(labels)["state"] for name, labels in samples if name == "ckptweb_checkpoint_status"}
+
+
+def _alerts_firing(samples: dict, names: list[str], promtool: str, tmp_path: Path) -> dict[str, list[str]]:
+    """Run promtool's rule tests over the scraped conditions held for 40 minutes, once per
+    alert, expecting exactly the alerts ALERT_OF_CONDITION gives; read back which fired."""
+    series = []
+    expected: dict[str, list[dict]] = {alert: [] for alert in ALERT_OF_CONDITION.values()}
+    for (sample, labels), value in samples.items():
+        found = dict(labels)
+        if sample != "ckptweb_checkpoint_condition" or found["checkpoint"] not in names:
+            continue
+        selector = ",".join(f'{key}="{val}"' for key, val in sorted({"job": "ckptweb", **found}.items()))
+        series.append({"series": f"ckptweb_checkpoint_condition{{{selector}}}", "values": f"{int(value)}x40"})
+        if value == 1 and found["state"] in ALERT_OF_CONDITION:
+            expected[ALERT_OF_CONDITION[found["state"]]].append(_expected_alert(ALERT_OF_CONDITION[found["state"]], found))
+    rules = REPO_DIR / "docs" / "prometheus" / "alerts.yml"
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": series,
+            "alert_rule_test": [{"eval_time": "30m", "alertname": alert, "exp_alerts": cases} for alert, cases in expected.items()],
+        }],
+    }
+    (tmp_path / "health_test.yml").write_text(yaml.safe_dump(tests))
+    result = subprocess.run([promtool, "test", "rules", str(tmp_path / "health_test.yml")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {
+        name: sorted(alert for alert, cases in expected.items() if any(case["exp_labels"]["checkpoint"] == name for case in cases))
+        for name in names
+    }
+
+
+def _expected_alert(alert: str, labels: dict[str, str]) -> dict:
+    """The alert as alerts.yml renders it for these labels (its templates use only these two)."""
+    rule = next(
+        rule for group in yaml.safe_load((REPO_DIR / "docs" / "prometheus" / "alerts.yml").read_text())["groups"]
+        for rule in group["rules"] if rule.get("alert") == alert
+    )
+    render = lambda text: text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace("{{ $labels.query_name }}", labels["query_name"])  # noqa: E731
+    return {
+        "exp_labels": {"job": "ckptweb", **labels, **rule["labels"]},
+        "exp_annotations": {key: render(value.strip()) for key, value in rule["annotations"].items()},
+    }
