@@ -191,3 +191,10 @@ def restrict_to_confirmed(confirmed: MaintenancePlan, fresh: MaintenancePlan) ->
 def precondition(name: str, ok: bool, detail: str) -> Precondition:
     """Shorthand used by the planners."""
     return Precondition(name, bool(ok), detail)
+
+
+def batch_span(first: int, last: int) -> str:
+    """Name the batches ``first`` to ``last`` for a plan's text: "batch 7", "batches 0–77 (78 batches)"."""
+    if first == last:
+        return f"batch {first}"
+    return f"batches {first}–{last} ({last - first + 1} batches)"
