@@ -125,6 +125,13 @@ def all_valid_batches(batch_id: int, interval: int) -> list[int]:
     return list(range(start, batch_id + 1))
 
 
+def latest_compaction_batch_id(batch_id: int, interval: int) -> int | None:
+    """The newest compaction batch at or before ``batch_id``; None before the first one."""
+    _check_interval(interval)
+    latest = (batch_id + 1) // interval * interval - 1
+    return latest if latest >= 0 else None
+
+
 def next_compaction_batch_id(batch_id: int, interval: int) -> int:
     """nextCompactionBatchId: the first compaction batch after ``batch_id``."""
     _check_interval(interval)

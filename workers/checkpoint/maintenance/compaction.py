@@ -41,6 +41,7 @@ from ..compactible import (
     derive_compact_interval,
     expiry_threshold,
     is_compaction_batch,
+    latest_compaction_batch_id,
     parse_sink_log_file,
     parse_source_log_file,
     plan_expired_files,
@@ -358,8 +359,8 @@ def compaction_target(listing: Sequence[FileInfo], compact_interval: int) -> tup
     if not batches:
         return None
     interval = derive_compact_interval(_compact_ids(listing), compact_interval)
-    target = (max(batches) + 1) // interval * interval - 1
-    return (target, interval) if target >= 0 else None
+    target = latest_compaction_batch_id(max(batches), interval)
+    return None if target is None else (target, interval)
 
 
 def compaction_input_names(target: int, interval: int) -> list[str]:
