@@ -197,7 +197,9 @@ class MaintenanceRun(models.Model):
 
     def record_refused_confirmation(self, user, *, why: str, typed: dict[str, str]) -> AuditEntry:
         """Audit a confirmation that was refused (a wrong name, a failed precondition...), with what was typed."""
-        return AuditEntry.record(AuditEntry.Event.REFUSED, actor=user, run=self, detail=f"confirmation refused: {why}", data={"typed": typed})
+        given = typed.get("reason", "").strip()
+        detail = f"confirmation refused: {why.rstrip('.')}." + (f" Reason typed: “{given}”." if given else "")
+        return AuditEntry.record(AuditEntry.Event.REFUSED, actor=user, run=self, detail=detail, data={"typed": typed})
 
     def approve(self, user, *, now: datetime) -> None:
         """A second person's approval; never the one who confirmed."""

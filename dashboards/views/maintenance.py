@@ -129,7 +129,9 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
     run = _get_run(checkpoint_id, run_id)
     form = MaintenanceConfirmForm(request.POST, checkpoint=run.checkpoint)
     if not form.is_valid():
-        run.record_refused_confirmation(request.user, why=form.refusal(), typed=form.typed())
+        why = form.refusal()
+        run.record_refused_confirmation(request.user, why=why, typed=form.typed())
+        form.add_error(None, f"Not confirmed: {why}")
         return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=400)
     try:
         with transaction.atomic():

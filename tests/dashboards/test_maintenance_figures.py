@@ -164,3 +164,5 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
     [sink] = found.logs
     assert (sink.choice, sink.compact_interval, sink.latest_batch_id, sink.oldest_batch_id) == ("sink", 3, 11, 8)
     assert sink.compact_batch_ids == {8, 11}
+    # pipelines/generate_fixtures.py ran the query with minBatchesToRetain 3; Spark's purge shows it.
+    assert suggest_parameters(found)["keep_batches"].value == 3

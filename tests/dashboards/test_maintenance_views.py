@@ -254,7 +254,7 @@ def test_a_confirmation_with_a_wrong_name_keeps_the_typed_input_and_is_audited(o
     assert "\ndisk almost full</textarea>" in page and 'value="order"' in page
     refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
     assert refusal.actor_name == "olga"
-    assert refusal.detail == "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm."
+    assert refusal.detail == "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “disk almost full”."
     assert refusal.data == {"typed": {"reason": "disk almost full", "checkpoint_name": "order", "override_query_running": ""}}
     assert escape(refusal.detail) in page  # the run page's audit table
 
@@ -270,6 +270,8 @@ def test_a_confirmation_refused_by_a_precondition_keeps_the_typed_input_and_is_a
     assert "\ndisk almost full</textarea>" in page and 'value="orders"' in page
     assert MaintenanceRun.objects.get(pk=planned_run.pk).status == MaintenanceRun.Status.PLANNED
     refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
-    assert refusal.detail == "confirmation refused: another maintenance run of this checkpoint is queued or running; wait for it"
+    assert refusal.detail == (
+        "confirmation refused: another maintenance run of this checkpoint is queued or running; wait for it. Reason typed: “disk almost full”."
+    )
     assert not planned_run.audit_entries.filter(event=AuditEntry.Event.CONFIRMED).exists()
     assert other.status == MaintenanceRun.Status.QUEUED
