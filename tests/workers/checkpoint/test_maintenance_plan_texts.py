@@ -1,7 +1,7 @@
 """What the plans say, on every PySpark-written fixture: no impossible figure, and advice that holds.
 
 A plan once read "nothing to purge: the oldest batch is 8 and the threshold is -13". Each action
-is planned here on every fixture checkpoint with Spark's defaults and with the smallest values a
+is planned here on every Spark-written fixture checkpoint with Spark's defaults and with the smallest values a
 request may carry, and every text of the plan (summary, notes, preconditions, reasons) is checked:
 no negative batch, version or threshold, no range that runs backwards. A "nothing to do" summary
 names the value that would change it; planning again with that value must then do something.
@@ -16,12 +16,18 @@ from pathlib import Path
 
 import pytest
 from factories import long_stateless_history
-from fixture_paths import OUR_FIXTURES
+from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
 
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance import MaintenancePlan, plan_cleanup, plan_compaction, plan_purge, plan_snapshot
 
-CHECKPOINTS = sorted(path / "checkpoint" for path in OUR_FIXTURES.iterdir() if (path / "checkpoint" / "offsets").is_dir())
+# Ours (PySpark 4.x) and Spark's own test resources (2.1 to 3.2: one batch only, a hole in the offsets).
+CHECKPOINTS = our_fixture_checkpoints() + shared_fixture_checkpoints()
+
+
+def _name(checkpoint: Path) -> str:
+    return checkpoint.parent.name if checkpoint.name == "checkpoint" else checkpoint.name
+
 # A day on: every fixture file is past the sink log's cleanup delay and the query is idle.
 LATER = time.time() + 86_400
 # A minus sign right before a digit, not inside a name (part-00000-<uuid>, a temporary file).
@@ -67,7 +73,7 @@ def _compactible_logs(checkpoint: Path) -> list[tuple[CheckpointStorage, str | N
     return logs
 
 
-@pytest.fixture(scope="module", params=CHECKPOINTS, ids=lambda path: path.parent.name)
+@pytest.fixture(scope="module", params=CHECKPOINTS, ids=_name)
 def fixture_plans(request):
     return _plans(request.param)
 
@@ -195,3 +201,13 @@ def test_cleanup_kept_by_the_offset_log_says_so_and_how_to_change_it():
         "nothing to do: versions 3–6 on disk must stay loadable because offsets/ still holds batch 3 (keep_offsets_range); "
         "turn it off, or purge offsets/ first"
     )
+
+
+def test_a_purge_counts_the_batches_it_keeps_not_the_range_when_one_is_missing():
+    # Spark's test checkpoint lacks offsets/3 (offsets 0, 1, 2, 4; commits 0, 1, 2).
+    [inconsistent] = [c for c in CHECKPOINTS if c.name == "checkpoint-test-offsetId-commitId-inconsistent"]
+
+    plan = plan_purge(CheckpointStorage(str(inconsistent)), keep_batches=1, now=LATER)
+
+    assert plan.summary.startswith("purge offsets and commits of batches 0–1 (2 batches): 4 files, ")
+    assert plan.summary.endswith("keep batches 2–4 (2 batches, with gaps) (keep the last 1 committed batch(es), up to 2)")

@@ -53,7 +53,7 @@ from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
 from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_span, precondition
+from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
 from .sidecars import directory_uses_hadoop_crc, sidecars_of
 
@@ -311,7 +311,7 @@ def _expiry_summary(
     where = log_dir or "the log"
     ids = sorted({parse_batch_id(d.path.rpartition("/")[2], compactible=True) for d in deletes} - {None})
     if ids:
-        return f"expire {batch_span(ids[0], ids[-1])} of {where}: {len(deletes)} files, {sum(d.size for d in deletes)} bytes"
+        return f"expire {batch_ids_text(ids)} of {where}: {len(deletes)} files, {sum(d.size for d in deletes)} bytes"
     oldest, latest = min(batches), max(batches)
     threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
     if threshold is not None and oldest < threshold:

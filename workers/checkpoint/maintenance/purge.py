@@ -29,7 +29,7 @@ from ..rocksdbstate import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
 from ..storage import CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_span, precondition
+from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
 from .sidecars import sidecars_of
 
@@ -278,9 +278,10 @@ def _summary(
     if not ids:
         return explain_nothing_to_purge(stored[0], stored[-1], limits, keep_batches=keep_batches, latest_committed=latest_committed)
     freed = sum(d.size for d in deletes)
+    kept = [batch_id for batch_id in stored if batch_id >= binding.threshold]
     return (
-        f"purge offsets and commits of {batch_span(ids[0], ids[-1])}: {len(deletes)} files, {freed} bytes; "
-        f"keep {batch_span(binding.threshold, stored[-1])} ({binding.reason})"
+        f"purge offsets and commits of {batch_ids_text(ids)}: {len(deletes)} files, {freed} bytes; "
+        f"keep {batch_ids_text(kept)} ({binding.reason})"
     )
 
 
