@@ -56,10 +56,10 @@ def maintenance_overview(request: HttpRequest, checkpoint_id: int) -> HttpRespon
 def maintenance_preview_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     """One action's preview line for the values in the query string (htmx swaps it in as they change)."""
     checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
-    request_form = _request_form(checkpoint, request.GET)
-    if request.GET.get("action") not in ACTION_FORMS:
+    action = request.GET.get("action")
+    if action not in ACTION_FORMS:
         raise Http404("no such maintenance action")
-    context = {"checkpoint": checkpoint, "choice": request_form.choice(request.GET["action"])}
+    context = {"checkpoint": checkpoint, "choice": _request_form(checkpoint, request.GET).choice(action)}
     return render(request, "dashboards/partials/maintenance_preview.html", context)
 
 
@@ -129,10 +129,7 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
     run = _get_run(checkpoint_id, run_id)
     form = MaintenanceConfirmForm(request.POST, checkpoint=run.checkpoint)
     if not form.is_valid():
-        why = form.refusal()
-        run.record_refused_confirmation(request.user, why=why, typed=form.typed())
-        form.add_error(None, f"Not confirmed: {why}")
-        return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=400)
+        return _refused_confirmation(request, run, form, form.refusal(), status=400)
     try:
         with transaction.atomic():
             run.confirm(
@@ -144,11 +141,16 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
             if run.status == run.Status.QUEUED:
                 enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The confirmation")
     except MaintenanceRefused as exc:
-        run = _get_run(checkpoint_id, run_id)  # confirm() may have changed the instance before it was refused
-        run.record_refused_confirmation(request.user, why=str(exc), typed=form.typed())
-        form.add_error(None, f"Not confirmed: {exc}")
-        return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=409)
+        # confirm() may have changed the instance before it was refused: show the run as stored.
+        return _refused_confirmation(request, _get_run(checkpoint_id, run_id), form, str(exc), status=409)
     return redirect(run)
+
+
+def _refused_confirmation(request: HttpRequest, run: MaintenanceRun, form: MaintenanceConfirmForm, why: str, *, status: int) -> HttpResponse:
+    """Audit a refused confirmation and show the run page again, with what was typed and why it was refused."""
+    run.record_refused_confirmation(request.user, why=why, typed=form.typed())
+    form.add_error(None, f"Not confirmed: {why}")
+    return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=status)
 
 
 @login_required

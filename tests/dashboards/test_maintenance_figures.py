@@ -147,7 +147,7 @@ def test_a_compact_preview_without_any_log_says_why():
 
 
 @pytest.mark.django_db
-def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_checkpoint):
+def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_checkpoint, django_assert_num_queries):
     directory = copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint", "orders")
     output = copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink" / "output", "orders-output")
     checkpoint = make_checkpoint(url=str(directory), sink_log_url=str(output), file_log_compact_interval=3)
@@ -155,7 +155,9 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
     checkpoint.refresh_from_db()
     state_versions = {int(p.name.split(".")[0]) for p in (directory / "state").rglob("*") if p.suffix in (".delta", ".snapshot")}
 
-    found = Checkpoint.objects.maintenance_figures(checkpoint)
+    # The inventory pass (2), the pinned conf, the state partitions, the logs and their compact files.
+    with django_assert_num_queries(6):
+        found = Checkpoint.objects.maintenance_figures(checkpoint)
 
     assert (found.oldest_batch_id, found.latest_batch_id, found.latest_committed_batch_id) == (8, 11, 11)
     assert found.oldest_state_version == min(state_versions)
