@@ -18,7 +18,7 @@ from django import forms
 from workers.checkpoint.maintenance.actions import SINK_LOG
 
 from .maintenance_figures import MaintenanceFigures, Preview, Suggestion, preview_request, suggest_parameters
-from .models import Checkpoint, MaintenanceAction
+from .models import Checkpoint, MaintenanceAction, MetadataLog
 
 # What each action is for, under its name on the request form.
 ACTION_DESCRIPTIONS = {
@@ -95,11 +95,21 @@ ACTION_FORMS: dict[str, type[ActionParametersForm]] = {
 
 
 def compactible_log_choices(checkpoint: Checkpoint) -> list[tuple[str, str]]:
-    """The file source logs the last inspection found, and the sink log when one is registered."""
-    choices = [(log.path, log.path) for log in checkpoint.metadata_logs.exclude(kind="sink").order_by("path")]
+    """The file source logs the last inspection found, and the sink log when one is registered,
+    each labelled with the compact interval read from its files."""
+    logs = list(checkpoint.metadata_logs.order_by("path"))
+    choices = [(log.path, _log_label(log.path, log)) for log in logs if log.kind != "sink"]
     if checkpoint.sink_log_url:
-        choices.append((SINK_LOG, f"file sink log ({checkpoint.sink_log_url})"))
+        sink = next((log for log in logs if log.kind == "sink"), None)
+        choices.append((SINK_LOG, _log_label(f"file sink log ({checkpoint.sink_log_url})", sink)))
     return choices
+
+
+def _log_label(name: str, log: MetadataLog | None) -> str:
+    if log is None:
+        return f"{name}: not read yet"
+    latest = "no batch yet" if log.latest_batch_id is None else f"latest batch {log.latest_batch_id}"
+    return f"{name}: compact interval {log.compact_interval}, {latest}"
 
 
 @dataclass(frozen=True, slots=True)

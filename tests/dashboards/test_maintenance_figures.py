@@ -168,3 +168,19 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
     assert sink.compact_batch_ids == {8, 11}
     # pipelines/generate_fixtures.py ran the query with minBatchesToRetain 3; Spark's purge shows it.
     assert suggest_parameters(found)["keep_batches"].value == 3
+
+
+@pytest.mark.django_db
+def test_the_log_choices_show_the_compact_interval_read_from_each_log(copy_checkpoint):
+    from dashboards.maintenance_forms import compactible_log_choices
+
+    directory = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "checkpoint", "dedup")
+    output = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "output", "dedup-output")
+    checkpoint = make_checkpoint(name="dedup", url=str(directory), sink_log_url=str(output), file_log_compact_interval=3)
+    sync_checkpoint(checkpoint.pk)
+
+    # sources/0 holds 2.compact 3 4 5.compact 6 7; the sink log 11.compact 12 13 14.compact 15 (interval 3).
+    assert compactible_log_choices(checkpoint) == [
+        ("sources/0", "sources/0: compact interval 3, latest batch 7"),
+        ("sink", f"file sink log ({output}): compact interval 3, latest batch 15"),
+    ]
