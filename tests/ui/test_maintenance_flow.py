@@ -146,6 +146,9 @@ def test_a_refused_confirmation_keeps_its_input_and_appears_in_the_audit_trail(b
     assert page.url.endswith("#maintenance-confirm")  # the browser shows the form, not the top of a long plan
     assert page.get_attribute("#run-status", "data-status") == "planned"
     _screenshot(page, "maintenance_confirm_refused.png")
+    page.set_viewport_size(NARROW)
+    _screenshot(page, "maintenance_confirm_refused_narrow.png")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
     page.click("text=Audit trail")
     entries = page.inner_text("#audit-entries")
