@@ -1,74 +1,172 @@
-"""Forms of the maintenance workflow: the request and the confirmation."""
+"""Forms of the maintenance workflow: the request (an action and its parameters) and the confirmation.
+
+The request is one HTML form: a radio button per action, each followed by a fieldset holding
+that action's parameters only (one small Django form per action). The stylesheet hides the
+fieldsets of the actions not chosen, so choosing an action shows its parameters alone, with no
+script: a destructive workflow stays a plain form (house style), and a browser without the
+stylesheet shows every fieldset under its action's name. The server reads only the chosen
+action's form. Each fieldset carries a one-line preview, which htmx refreshes as values change.
+"""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 
-from .models import Checkpoint, MaintenanceAction
+from workers.checkpoint.maintenance.actions import SINK_LOG
 
-SINK_LOG = "sink"
-# Spark's defaults, the starting values of the request form (spark-checkpoint-formats.md §8).
-SPARK_MIN_BATCHES_TO_RETAIN = 100
-SPARK_MIN_DELTAS_FOR_SNAPSHOT = 10
-# Which parameters each action takes; the names are those of the library's plan_* functions.
-ACTION_PARAMETERS = {
-    MaintenanceAction.PURGE: ("keep_batches",),
-    MaintenanceAction.SNAPSHOT: ("min_chain",),
-    MaintenanceAction.CLEANUP: ("min_versions_to_retain", "keep_offsets_range"),
-    MaintenanceAction.COMPACT: ("log", "min_batches_to_retain"),
+from .maintenance_figures import MaintenanceFigures, Preview, Suggestion, preview_request, suggest_parameters
+from .models import Checkpoint, MaintenanceAction, MetadataLog
+
+# What each action is for, under its name on the request form.
+ACTION_DESCRIPTIONS = {
+    MaintenanceAction.PURGE: "Delete offsets/N and commits/N of old batches (HDFSMetadataLog.purge).",
+    MaintenanceAction.SNAPSHOT: "Write N.snapshot where a restart replays a long chain of deltas (HDFS-backed state).",
+    MaintenanceAction.CLEANUP: "Delete state files that no retained version loads.",
+    MaintenanceAction.COMPACT: "Write a missing N.compact of a file source or sink log, and delete its expired files.",
 }
 
 
-class MaintenanceRequestForm(forms.Form):
-    """Ask for a plan: the action and its thresholds. Nothing happens to storage until confirmed."""
+class ActionChoiceForm(forms.Form):
+    action = forms.ChoiceField(choices=MaintenanceAction.choices, error_messages={"required": "Choose an action."})
 
-    action = forms.ChoiceField(choices=MaintenanceAction.choices)
+
+class ActionParametersForm(forms.Form):
+    """The parameters of one action, starting from the values the checkpoint suggests."""
+
+    def __init__(self, data: Mapping[str, Any] | None = None, *, suggestions: Mapping[str, Suggestion], checkpoint: Checkpoint) -> None:
+        super().__init__(data)
+        for name, field in self.fields.items():
+            field.error_messages["required"] = "Required for this action."
+            if name in suggestions:
+                field.initial = suggestions[name].value
+                field.help_text = f"{field.help_text} Default {suggestions[name].value}: {suggestions[name].source}."
+
+    def preview_parameters(self) -> dict[str, Any] | None:
+        """The values to preview: the initial ones of an unbound form, the cleaned ones of a valid one, else None."""
+        if not self.is_bound:
+            return {name: self.get_initial_for_field(field, name) for name, field in self.fields.items()}
+        return dict(self.cleaned_data) if self.is_valid() else None
+
+
+class PurgeForm(ActionParametersForm):
     keep_batches = forms.IntegerField(
-        min_value=1, initial=SPARK_MIN_BATCHES_TO_RETAIN, required=False,
-        help_text="Purge: offsets and commits of at least this many latest batches stay.",
+        min_value=1, label="Batches to keep", help_text="Offsets and commits of at least this many latest batches stay."
     )
+
+
+class SnapshotForm(ActionParametersForm):
     min_chain = forms.IntegerField(
-        min_value=1, initial=SPARK_MIN_DELTAS_FOR_SNAPSHOT, required=False,
-        help_text="Snapshot: stores with more deltas than this since their last snapshot get one.",
+        min_value=1, label="Longest delta chain allowed", help_text="Stores that replay more deltas than this at their newest committed version get a snapshot."
     )
+
+
+class CleanupForm(ActionParametersForm):
     min_versions_to_retain = forms.IntegerField(
-        min_value=1, initial=SPARK_MIN_BATCHES_TO_RETAIN, required=False,
-        help_text="Cleanup: the latest this many state versions stay loadable.",
+        min_value=1, label="State versions to retain", help_text="The latest this many state versions stay loadable."
     )
     keep_offsets_range = forms.BooleanField(
-        required=False, initial=True,
-        help_text="Cleanup: also keep the state of every batch still in the offset log, so Spark's state reader can read any of them.",
+        required=False, initial=True, label="Also keep the state of every batch still in offsets/",
+        help_text="So that Spark's state reader can read any of them.",
     )
+
+
+class CompactForm(ActionParametersForm):
+    log = forms.ChoiceField(choices=(), label="Log", help_text="Its missing compaction file is written, its expired files deleted.")
     min_batches_to_retain = forms.IntegerField(
-        min_value=1, initial=SPARK_MIN_BATCHES_TO_RETAIN, required=False,
-        help_text="Compact: log files the latest this many batches read through stay (Spark's deleteExpiredLog).",
+        min_value=1, label="Batches to retain", help_text="Log files the latest this many batches read through stay (Spark's deleteExpiredLog)."
     )
-    log = forms.ChoiceField(choices=(), required=False, help_text="Compact: which compactible log (its missing compaction file is written, expired files deleted).")
 
     def __init__(self, *args: Any, checkpoint: Checkpoint, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["log"].choices = compactible_log_choices(checkpoint)
+        super().__init__(*args, checkpoint=checkpoint, **kwargs)
+        choices = compactible_log_choices(checkpoint)
+        self.fields["log"].choices = choices
+        self.fields["log"].initial = choices[0][0] if choices else None
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        action = cleaned.get("action")
-        for name in ACTION_PARAMETERS.get(action, ()):
-            if cleaned.get(name) in (None, "") and not isinstance(self.fields[name], forms.BooleanField):
-                self.add_error(name, "Required for this action.")
-        return cleaned
 
-    def parameters(self) -> dict[str, Any]:
-        """The parameters of the chosen action only, as the planner takes them."""
-        return {name: self.cleaned_data[name] for name in ACTION_PARAMETERS[self.cleaned_data["action"]]}
+ACTION_FORMS: dict[str, type[ActionParametersForm]] = {
+    MaintenanceAction.PURGE: PurgeForm,
+    MaintenanceAction.SNAPSHOT: SnapshotForm,
+    MaintenanceAction.CLEANUP: CleanupForm,
+    MaintenanceAction.COMPACT: CompactForm,
+}
 
 
 def compactible_log_choices(checkpoint: Checkpoint) -> list[tuple[str, str]]:
-    """The file source logs the last inspection found, and the sink log when one is registered."""
-    choices = [(log.path, log.path) for log in checkpoint.metadata_logs.exclude(kind="sink").order_by("path")]
+    """The file source logs the last inspection found, and the sink log when one is registered,
+    each labelled with the compact interval read from its files."""
+    logs = list(checkpoint.metadata_logs.order_by("path"))
+    choices = [(log.path, _log_label(log.path, log)) for log in logs if log.kind != "sink"]
     if checkpoint.sink_log_url:
-        choices.append((SINK_LOG, f"file sink log ({checkpoint.sink_log_url})"))
+        sink = next((log for log in logs if log.kind == "sink"), None)
+        choices.append((SINK_LOG, _log_label(f"file sink log ({checkpoint.sink_log_url})", sink)))
     return choices
+
+
+def _log_label(name: str, log: MetadataLog | None) -> str:
+    if log is None:
+        return f"{name}: not read yet"
+    latest = "no batch yet" if log.latest_batch_id is None else f"latest batch {log.latest_batch_id}"
+    return f"{name}: compact interval {log.compact_interval}, {latest}"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionChoice:
+    """One action on the request form: its radio button, its parameters and what they would do."""
+
+    action: str
+    label: str
+    description: str
+    form: ActionParametersForm
+    preview: Preview | None
+    is_chosen: bool
+
+
+class MaintenanceRequest:
+    """The request form: which action, and that action's parameters (the other actions' are not read).
+
+    Only the chosen action's form is bound, so a form sent back with an error keeps what was
+    typed there and shows the others at their defaults, without errors of their own.
+    """
+
+    def __init__(self, data: Mapping[str, Any] | None = None, *, checkpoint: Checkpoint, figures: MaintenanceFigures) -> None:
+        self.figures = figures
+        self.action_form = ActionChoiceForm(data)
+        self.chosen = data.get("action") if data is not None else None
+        suggestions = suggest_parameters(figures)
+        self.parameter_forms = {
+            action: form_class(data if action == self.chosen else None, suggestions=suggestions, checkpoint=checkpoint)
+            for action, form_class in ACTION_FORMS.items()
+        }
+
+    def is_valid(self) -> bool:
+        return self.action_form.is_valid() and self.parameter_forms[self.action].is_valid()
+
+    @property
+    def action(self) -> str:
+        return self.action_form.cleaned_data["action"]
+
+    def parameters(self) -> dict[str, Any]:
+        """The chosen action's parameters, as the planner takes them."""
+        return dict(self.parameter_forms[self.action].cleaned_data)
+
+    def choices(self) -> list[ActionChoice]:
+        return [self.choice(action) for action in ACTION_FORMS]
+
+    def choice(self, action: str) -> ActionChoice:
+        """One action's entry; KeyError for an action that does not exist."""
+        form = self.parameter_forms[action]
+        values = form.preview_parameters()
+        return ActionChoice(
+            action=action,
+            label=MaintenanceAction(action).label,
+            description=ACTION_DESCRIPTIONS[action],
+            form=form,
+            preview=None if values is None else preview_request(action, values, self.figures),
+            is_chosen=action == self.chosen,
+        )
 
 
 class MaintenanceConfirmForm(forms.Form):
@@ -89,3 +187,14 @@ class MaintenanceConfirmForm(forms.Form):
         if name != self.checkpoint.name:
             raise forms.ValidationError(f"Type {self.checkpoint.name!r} exactly to confirm.")
         return name
+
+    def refusal(self) -> str:
+        """Why an invalid confirmation was refused, field by field, for the audit trail."""
+        return "; ".join(
+            f"{self[name].label}: {' '.join(errors)}" if name in self.fields else " ".join(errors)
+            for name, errors in self.errors.items()
+        )
+
+    def typed(self) -> dict[str, str]:
+        """What was typed, as sent: the audit keeps it with a refusal."""
+        return {name: str(self.data.get(name, "")) for name in ("reason", "checkpoint_name", "override_query_running")}

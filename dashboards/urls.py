@@ -23,6 +23,7 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
     path("checkpoints/<int:checkpoint_id>/maintenance/", maintenance.maintenance_overview, name="maintenance"),
     path("checkpoints/<int:checkpoint_id>/maintenance/request/", maintenance.maintenance_request, name="maintenance-request"),
+    path("checkpoints/<int:checkpoint_id>/maintenance/preview/", maintenance.maintenance_preview_panel, name="maintenance-preview-panel"),
     path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/", maintenance.maintenance_run, name="maintenance-run"),
     path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/panel/", maintenance.maintenance_run_panel, name="maintenance-run-panel"),
     path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/confirm/", maintenance.maintenance_confirm, name="maintenance-confirm"),

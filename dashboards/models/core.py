@@ -18,7 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from workers.checkpoint import DEFAULT_COMPACT_INTERVAL
+from workers.checkpoint.maintenance.actions import SINK_LOG as SINK_LOG_CHOICE
 
+from ..maintenance_figures import LogFigures, MaintenanceFigures, StoreFigures
 from ..query_status import StatusFacts
 from ..schedules import schedule_sync, unschedule_sync
 from .severity import SEVERITY_ERROR, SEVERITY_WARNING
@@ -132,6 +134,32 @@ class CheckpointQuerySet(models.QuerySet):
             last_idle_at=Subquery(idle_runs.values("last_idle_at")[:1]),
         )
 
+    def maintenance_figures(self, checkpoint: Checkpoint) -> MaintenanceFigures:
+        """What the maintenance form's defaults and previews are computed from (six small queries).
+
+        The oldest batch is the one the last reconcile listed (Batch rows outlive Spark's purge);
+        the oldest state version and each log's oldest batch come from the latest inventory pass.
+        """
+        inventory = {
+            row["path"]: row
+            for row in checkpoint.inventory.latest_for(checkpoint).values("path", "kind", "oldest_batch_id")
+        }
+        state_batches = [row["oldest_batch_id"] for row in inventory.values() if row["kind"] == "state" and row["oldest_batch_id"] is not None]
+        offsets_row = inventory.get("offsets", {})
+        return MaintenanceFigures(
+            conf=checkpoint.batches.latest_conf(),
+            oldest_batch_id=_first_not_none(checkpoint.earliest_stored_batch_id, offsets_row.get("oldest_batch_id")),
+            latest_batch_id=checkpoint.latest_batch_id,
+            latest_committed_batch_id=checkpoint.latest_committed_batch_id,
+            # An inventory row of state names the batch that wrote its oldest version (version - 1).
+            oldest_state_version=min(state_batches) + 1 if state_batches else None,
+            stores=tuple(
+                StoreFigures(p.path, p.provider, p.latest_version, p.snapshot_age)
+                for p in checkpoint.state_partitions.order_by("operator", "partition", "store")
+            ),
+            logs=tuple(_log_figures(log, inventory) for log in checkpoint.metadata_logs.prefetch_related("compact_files")),
+        )
+
     def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
         """Lock the checkpoint for one sync; False when another live worker holds it.
 
@@ -144,6 +172,22 @@ class CheckpointQuerySet(models.QuerySet):
 
     def release_sync_lease(self, pk: int, *, owner: str) -> None:
         self.filter(pk=pk, sync_lease_owner=owner).update(sync_lease_owner="", sync_lease_until=None)
+
+
+def _first_not_none(*values: int | None) -> int | None:
+    return next((value for value in values if value is not None), None)
+
+
+def _log_figures(log, inventory: dict[str, dict[str, Any]]) -> LogFigures:
+    """A MetadataLog row (with its compact files prefetched) and its inventory row as LogFigures."""
+    return LogFigures(
+        choice=SINK_LOG_CHOICE if log.kind == "sink" else log.path,
+        path=log.path,
+        compact_interval=log.compact_interval,
+        latest_batch_id=log.latest_batch_id,
+        oldest_batch_id=inventory.get(log.path, {}).get("oldest_batch_id"),
+        compact_batch_ids=frozenset(f.batch_id for f in log.compact_files.all()),
+    )
 
 
 class Checkpoint(models.Model):

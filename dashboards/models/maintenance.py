@@ -195,6 +195,12 @@ class MaintenanceRun(models.Model):
             return
         self._queue(now=now, fields=["reason", "override_query_running", "confirmed_by", "confirmed_at"])
 
+    def record_refused_confirmation(self, user, *, why: str, typed: dict[str, str]) -> AuditEntry:
+        """Audit a confirmation that was refused (a wrong name, a failed precondition...), with what was typed."""
+        given = typed.get("reason", "").strip()
+        detail = f"confirmation refused: {why.rstrip('.')}." + (f" Reason typed: “{given}”." if given else "")
+        return AuditEntry.record(AuditEntry.Event.REFUSED, actor=user, run=self, detail=detail, data={"typed": typed})
+
     def approve(self, user, *, now: datetime) -> None:
         """A second person's approval; never the one who confirmed."""
         if self.status != self.Status.AWAITING_APPROVAL:

@@ -10,14 +10,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from workers import tasks
 
-from ..maintenance_forms import MaintenanceConfirmForm, MaintenanceRequestForm
+from ..maintenance_forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
 from ..queueing import enqueue_on_commit
 from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
 
@@ -33,19 +33,34 @@ def _get_run(checkpoint_id: int, run_id: int) -> MaintenanceRun:
     )
 
 
+def _overview_context(checkpoint: Checkpoint, request_form: MaintenanceRequest) -> dict:
+    return {
+        "checkpoint": checkpoint,
+        "request_form": request_form,
+        "runs": checkpoint.maintenance_runs.for_page()[:RECENT_RUNS],
+        "policies": checkpoint.maintenance_policies.order_by("action"),
+    }
+
+
+def _request_form(checkpoint: Checkpoint, data=None) -> MaintenanceRequest:
+    return MaintenanceRequest(data, checkpoint=checkpoint, figures=Checkpoint.objects.maintenance_figures(checkpoint))
+
+
 @login_required
 def maintenance_overview(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
-    return render(
-        request,
-        "dashboards/maintenance.html",
-        {
-            "checkpoint": checkpoint,
-            "form": MaintenanceRequestForm(checkpoint=checkpoint),
-            "runs": checkpoint.maintenance_runs.for_page()[:RECENT_RUNS],
-            "policies": checkpoint.maintenance_policies.order_by("action"),
-        },
-    )
+    return render(request, "dashboards/maintenance.html", _overview_context(checkpoint, _request_form(checkpoint)))
+
+
+@login_required
+def maintenance_preview_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    """One action's preview line for the values in the query string (htmx swaps it in as they change)."""
+    checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
+    action = request.GET.get("action")
+    if action not in ACTION_FORMS:
+        raise Http404("no such maintenance action")
+    context = {"checkpoint": checkpoint, "choice": _request_form(checkpoint, request.GET).choice(action)}
+    return render(request, "dashboards/partials/maintenance_preview.html", context)
 
 
 @login_required
@@ -53,18 +68,12 @@ def maintenance_overview(request: HttpRequest, checkpoint_id: int) -> HttpRespon
 @permission_required("dashboards.plan_maintenance", raise_exception=True)
 def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
-    form = MaintenanceRequestForm(request.POST, checkpoint=checkpoint)
-    if not form.is_valid():
-        context = {
-            "checkpoint": checkpoint,
-            "form": form,
-            "runs": checkpoint.maintenance_runs.for_page()[:RECENT_RUNS],
-            "policies": checkpoint.maintenance_policies.order_by("action"),
-        }
-        return render(request, "dashboards/maintenance.html", context, status=400)
+    request_form = _request_form(checkpoint, request.POST)
+    if not request_form.is_valid():
+        return render(request, "dashboards/maintenance.html", _overview_context(checkpoint, request_form), status=400)
     with transaction.atomic():
         run = MaintenanceRun.objects.create(
-            checkpoint=checkpoint, action=form.cleaned_data["action"], parameters=form.parameters(), requested_by=request.user
+            checkpoint=checkpoint, action=request_form.action, parameters=request_form.parameters(), requested_by=request.user
         )
         AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
         enqueue_on_commit(request, tasks.plan_maintenance, run.pk, what="The request")
@@ -116,10 +125,11 @@ def _run_context(request: HttpRequest, run: MaintenanceRun, confirm_form: Mainte
 @require_POST
 @permission_required("dashboards.run_maintenance", raise_exception=True)
 def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    """Confirm a plan; a refused confirmation is audited and the page comes back with what was typed."""
     run = _get_run(checkpoint_id, run_id)
     form = MaintenanceConfirmForm(request.POST, checkpoint=run.checkpoint)
     if not form.is_valid():
-        return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=400)
+        return _refused_confirmation(request, run, form, form.refusal(), status=400)
     try:
         with transaction.atomic():
             run.confirm(
@@ -131,8 +141,16 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
             if run.status == run.Status.QUEUED:
                 enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The confirmation")
     except MaintenanceRefused as exc:
-        messages.error(request, f"Not confirmed: {exc}")
+        # confirm() may have changed the instance before it was refused: show the run as stored.
+        return _refused_confirmation(request, _get_run(checkpoint_id, run_id), form, str(exc), status=409)
     return redirect(run)
+
+
+def _refused_confirmation(request: HttpRequest, run: MaintenanceRun, form: MaintenanceConfirmForm, why: str, *, status: int) -> HttpResponse:
+    """Audit a refused confirmation and show the run page again, with what was typed and why it was refused."""
+    run.record_refused_confirmation(request.user, why=why, typed=form.typed())
+    form.add_error(None, f"Not confirmed: {why}")
+    return render(request, "dashboards/maintenance_run.html", _run_context(request, run, form), status=status)
 
 
 @login_required

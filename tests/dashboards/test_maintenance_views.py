@@ -1,13 +1,17 @@
 """Maintenance pages: who may do what, the two-step confirmation, what the pages show."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
-from dashboards.models import AuditEntry, MaintenanceRun
+from dashboards.models import AuditEntry, Batch, MaintenanceRun
 from factories import long_stateless_history, make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from workers import maintenance_runs
+from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -163,3 +167,111 @@ def test_a_request_made_while_the_broker_is_down_is_kept_and_planned_by_beat_lat
     run.refresh_from_db()
     assert run.status == MaintenanceRun.Status.PLANNED
     assert maintenance_runs.unplanned_run_ids() == []
+
+
+# --- the request form: one action's parameters, defaults from the checkpoint, a preview ---
+
+
+def _fieldset(page: str, action: str) -> str:
+    start = page.index(f'<fieldset id="parameters-{action}">')
+    return page[start : page.index("</fieldset>", start)]
+
+
+def test_each_action_has_its_own_fieldset_with_only_its_parameters(oncall_client, checkpoint):
+    page = oncall_client.get(reverse("dashboards:maintenance", args=[checkpoint.pk])).content.decode()
+
+    expected = {
+        "purge": {"keep_batches"},
+        "snapshot": {"min_chain"},
+        "cleanup": {"min_versions_to_retain", "keep_offsets_range"},
+        "compact": {"log", "min_batches_to_retain"},
+    }
+    for action, names in expected.items():
+        assert f'<input type="radio" name="action" value="{action}" id="action-{action}">' in page
+        assert set(re.findall(r'name="(\w+)"', _fieldset(page, action))) == names, action
+
+
+def test_the_defaults_come_from_the_minimum_the_offset_log_pins_and_the_preview_says_what_would_go(oncall_client, checkpoint):
+    sync_checkpoint(checkpoint.pk)  # 12 batches, 0..11
+    Batch.objects.filter(checkpoint=checkpoint, batch_id=11).update(conf={"spark.sql.streaming.minBatchesToRetain": "4"})
+
+    page = oncall_client.get(reverse("dashboards:maintenance", args=[checkpoint.pk])).content.decode()
+
+    purge = _fieldset(page, "purge")
+    assert 'name="keep_batches" value="4"' in purge
+    assert "Default 4: spark.sql.streaming.minBatchesToRetain, pinned in the offset log." in purge
+    assert "purge offsets and commits of batches 0–7 (8 batches), keep batches 8–11 (4 batches)" in purge
+    assert 'name="min_versions_to_retain" value="4"' in _fieldset(page, "cleanup")
+
+
+def test_the_preview_panel_follows_the_values_typed(oncall_client, checkpoint):
+    sync_checkpoint(checkpoint.pk)
+    url = reverse("dashboards:maintenance-preview-panel", args=[checkpoint.pk])
+
+    fewer = oncall_client.get(url, {"action": "purge", "keep_batches": "10"}).content.decode()
+    too_many = oncall_client.get(url, {"action": "purge", "keep_batches": "50"}).content.decode()
+    invalid = oncall_client.get(url, {"action": "purge", "keep_batches": "0"}).content.decode()
+
+    assert "purge offsets and commits of batches 0–1 (2 batches), keep batches 2–11 (10 batches)" in fewer
+    assert "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; keep_batches 11 or fewer" in too_many
+    assert "Enter valid values to see what this would do." in invalid
+    assert oncall_client.get(url, {"action": "explode"}).status_code == 404
+
+
+def test_a_request_with_an_error_keeps_the_chosen_action_and_what_was_typed(oncall_client, checkpoint):
+    response = oncall_client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "cleanup", "min_versions_to_retain": "0"}
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert '<input type="radio" name="action" value="cleanup" id="action-cleanup" checked>' in page
+    assert 'name="min_versions_to_retain" value="0"' in _fieldset(page, "cleanup")
+    assert "Ensure this value is greater than or equal to 1." in _fieldset(page, "cleanup")
+    assert "errorlist" not in _fieldset(page, "purge")
+
+
+def test_a_request_reads_only_the_chosen_actions_parameters(oncall_client, checkpoint, django_capture_on_commit_callbacks, monkeypatch):
+    from workers import tasks
+
+    monkeypatch.setattr(tasks.plan_maintenance, "apply_async", lambda args: None)
+    oncall_client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]),
+        {"action": "cleanup", "min_versions_to_retain": "7", "keep_batches": "2", "min_chain": "x"},
+    )
+
+    assert MaintenanceRun.objects.get().parameters == {"min_versions_to_retain": 7, "keep_offsets_range": False}
+
+
+# --- a refused confirmation: what was typed stays, and the refusal is audited ---
+
+
+def test_a_confirmation_with_a_wrong_name_keeps_the_typed_input_and_is_audited(oncall_client, planned_run):
+    response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "order"})
+
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "\ndisk almost full</textarea>" in page and 'value="order"' in page
+    refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
+    assert refusal.actor_name == "olga"
+    assert refusal.detail == "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “disk almost full”."
+    assert refusal.data == {"typed": {"reason": "disk almost full", "checkpoint_name": "order", "override_query_running": ""}}
+    assert escape(refusal.detail) in page  # the run page's audit table
+
+
+def test_a_confirmation_refused_by_a_precondition_keeps_the_typed_input_and_is_audited(oncall_client, planned_run):
+    other = MaintenanceRun.objects.create(checkpoint=planned_run.checkpoint, action="purge", status=MaintenanceRun.Status.QUEUED)
+
+    response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "orders"})
+
+    page = response.content.decode()
+    assert response.status_code == 409
+    assert "Not confirmed: another maintenance run of this checkpoint is queued or running; wait for it" in page
+    assert "\ndisk almost full</textarea>" in page and 'value="orders"' in page
+    assert MaintenanceRun.objects.get(pk=planned_run.pk).status == MaintenanceRun.Status.PLANNED
+    refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
+    assert refusal.detail == (
+        "confirmation refused: another maintenance run of this checkpoint is queued or running; wait for it. Reason typed: “disk almost full”."
+    )
+    assert not planned_run.audit_entries.filter(event=AuditEntry.Event.CONFIRMED).exists()
+    assert other.status == MaintenanceRun.Status.QUEUED

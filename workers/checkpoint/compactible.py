@@ -125,6 +125,13 @@ def all_valid_batches(batch_id: int, interval: int) -> list[int]:
     return list(range(start, batch_id + 1))
 
 
+def latest_compaction_batch_id(batch_id: int, interval: int) -> int | None:
+    """The newest compaction batch at or before ``batch_id``; None before the first one."""
+    _check_interval(interval)
+    latest = (batch_id + 1) // interval * interval - 1
+    return latest if latest >= 0 else None
+
+
 def next_compaction_batch_id(batch_id: int, interval: int) -> int:
     """nextCompactionBatchId: the first compaction batch after ``batch_id``."""
     _check_interval(interval)
@@ -174,18 +181,28 @@ def plan_expired_files(
     least ``cleanup_delay_seconds`` before ``now``. ``now`` and ``FileInfo.mtime`` are epoch
     seconds; ``files`` is the listing of the log directory.
     """
-    _check_interval(interval)
-    min_batch_id = batch_id + 1 - min_batches_to_retain
-    if interval > min_batch_id:
+    min_compaction_batch_id = expiry_threshold(batch_id, interval=interval, min_batches_to_retain=min_batches_to_retain)
+    if min_compaction_batch_id is None:
         return ()
-    # The compaction the oldest retained batch is read through (getAllValidBatches).
-    min_compaction_batch_id = min_batch_id - min_batch_id % interval - 1
     expired_at = now - cleanup_delay_seconds
     return tuple(
         info.name
         for info in files
         if _is_expired(info, min_compaction_batch_id, expired_at)
     )
+
+
+def expiry_threshold(batch_id: int, *, interval: int, min_batches_to_retain: int) -> int | None:
+    """The minCompactionBatchId of deleteExpiredLog after ``batch_id``: files of older batches expire.
+
+    None when Spark expires nothing yet (``interval > batch_id + 1 - min_batches_to_retain``).
+    """
+    _check_interval(interval)
+    min_batch_id = batch_id + 1 - min_batches_to_retain
+    if interval > min_batch_id:
+        return None
+    # The compaction the oldest retained batch is read through (getAllValidBatches).
+    return min_batch_id - min_batch_id % interval - 1
 
 
 def _is_expired(info: FileInfo, min_compaction_batch_id: int, expired_at: float) -> bool:

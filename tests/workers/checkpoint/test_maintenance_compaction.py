@@ -331,7 +331,9 @@ def test_an_empty_log_has_nothing_to_compact_or_expire(tmp_path):
     storage = CheckpointStorage(str(tmp_path / "out"))
     plan = plan_compaction(storage, None, checkpoint_storage=CheckpointStorage(str(tmp_path / "checkpoint")), now=time.time())
     assert plan.is_empty and plan.is_allowed()
-    assert plan.summary == "nothing to compact: _spark_metadata has no compaction batch yet; nothing to expire: _spark_metadata has no batch file"
+    assert plan.summary == (
+        "nothing to compact: _spark_metadata has no compaction batch yet (the first is batch 9); nothing to expire: _spark_metadata has no batch file"
+    )
 
 
 def test_the_plan_survives_a_json_round_trip_and_applies_from_it(tmp_path):

@@ -180,7 +180,10 @@ def test_on_a_spark_checkpoint_the_retained_state_versions_bind(tmp_path):
     _, plan = purge(query, keep_batches=1, now=time.time() + 3600)
     # Spark kept offsets from batch 3 on; the oldest state version it kept needs batch min - 1.
     assert min(versions) - 1 <= 3 and plan.is_empty
-    assert f"the threshold is {min(versions) - 1} (state version {min(versions)} is still on disk" in plan.summary
+    assert plan.summary.startswith(
+        f"nothing to purge: batch 3, the oldest stored, is still needed: state version {min(versions)} is still on disk "
+        f"and is read with batch {min(versions) - 1}'s offsets and commits"
+    )
 
 
 # --- crash safety ---

@@ -143,7 +143,7 @@ def cleanup_plan_from_listings(
         },
         deletes=deletes,
         preconditions=preconditions,
-        summary=_summary(survey, deletes),
+        summary=_summary(survey, deletes, stores_chosen=len(chosen)),
         planned_at=now,
         notes=tuple(survey.notes),
     )
@@ -165,6 +165,7 @@ class _Survey:
     refused: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     checked_versions: int = 0
+    oldest_version: int | None = None
 
     def add(self, store: StateStoreDir) -> None:
         provider = detect_provider(store.files)
@@ -180,6 +181,8 @@ class _Survey:
 
         latest - minVersionsToRetain, moved back to the oldest batch in offsets/ when that is older.
         """
+        if versions:
+            self.oldest_version = min(versions) if self.oldest_version is None else min(self.oldest_version, *versions)
         latest = max((v for v in versions if v <= self.committed), default=None) if self.committed else None
         if latest is None:
             return None
@@ -293,11 +296,42 @@ def _provider_precondition(refused: Sequence[str]) -> Precondition:
     return precondition("supported-provider", True, "every chosen store is HDFS-backed or RocksDB in checkpoint format 1")
 
 
-def _summary(survey: _Survey, deletes: Sequence[PlannedDelete]) -> str:
-    if not deletes:
-        return "nothing to do: every state file is needed by a retained version, and no temporary file is old enough"
-    freed = sum(d.size for d in deletes)
-    return f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, freeing {freed} bytes"
+def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen: int) -> str:
+    if deletes:
+        freed = sum(d.size for d in deletes)
+        return f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, freeing {freed} bytes"
+    if not stores_chosen:
+        return "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
+    if len(survey.refused) == stores_chosen:
+        return "nothing to do: every store is RocksDB in checkpoint format 2, which Spark's RocksDB provider cleans"
+    return explain_nothing_to_clean(
+        oldest=survey.oldest_version, latest=survey.committed, retain=survey.retain, protect_from=survey.protect_from
+    )
+
+
+def explain_nothing_to_clean(*, oldest: int | None, latest: int | None, retain: int, protect_from: int | None) -> str:
+    """Say why no state file goes when versions from ``oldest`` are on disk and ``latest`` is the newest
+    committed one, and what request would delete some."""
+    if latest is None:
+        return "nothing to do: no batch is committed, so no state version is known to be final"
+    if oldest is None:
+        return "nothing to do: the state stores hold no version yet"
+    kept_by_count = latest - retain
+    earliest = kept_by_count if protect_from is None else min(kept_by_count, protect_from)
+    on_disk = f"version {oldest}" if oldest >= latest else f"versions {oldest}–{latest}"
+    if earliest > oldest:
+        return (
+            f"nothing to do: versions {earliest}–{latest} are retained and load through the files from version {oldest}; "
+            f"older files go once a snapshot (RocksDB: a zip) at or below version {earliest} exists"
+        )
+    if protect_from is not None and protect_from < kept_by_count:
+        return (
+            f"nothing to do: {on_disk} on disk must stay loadable because offsets/ still holds batch {protect_from} "
+            "(keep_offsets_range); turn it off, or purge offsets/ first"
+        )
+    fewer = latest - oldest - 1
+    change = f"; min_versions_to_retain {fewer} or fewer would retain less than is on disk" if fewer >= 1 else ""
+    return f"nothing to do: min_versions_to_retain {retain} retains {on_disk}, all that is on disk{change}"
 
 
 def _no_content(storage: CheckpointStorage, write: PlannedWrite) -> bytes:
@@ -311,4 +345,4 @@ def apply_cleanup(storage: CheckpointStorage, plan: MaintenancePlan, *, on_step:
     return apply_plan(storage, plan, _no_content, on_step=on_step)
 
 
-__all__ = ["DEFAULT_MIN_VERSIONS_TO_RETAIN", "apply_cleanup", "plan_cleanup", "cleanup_plan_from_listings"]
+__all__ = ["DEFAULT_MIN_VERSIONS_TO_RETAIN", "apply_cleanup", "explain_nothing_to_clean", "plan_cleanup", "cleanup_plan_from_listings"]

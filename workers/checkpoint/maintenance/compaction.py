@@ -39,7 +39,9 @@ from ..compactible import (
     FileEntry,
     SinkFileStatus,
     derive_compact_interval,
+    expiry_threshold,
     is_compaction_batch,
+    latest_compaction_batch_id,
     parse_sink_log_file,
     parse_source_log_file,
     plan_expired_files,
@@ -51,7 +53,7 @@ from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
 from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
+from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
 from .sidecars import directory_uses_hadoop_crc, sidecars_of
 
@@ -242,7 +244,9 @@ def expiry_plan_from_listings(
         parameters,
         deletes=deletes,
         preconditions=(stopped, retention),
-        summary=_expiry_summary(log_dir, deletes, expired, latest, interval),
+        summary=_expiry_summary(
+            log_dir, deletes, batches, interval=interval, min_batches_to_retain=min_batches_to_retain, cleanup_delay_seconds=cleanup_delay_seconds
+        ),
         planned_at=now,
         notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
     )
@@ -295,13 +299,55 @@ def _expiry_retention(
     return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
 
 
-def _expiry_summary(log_dir: str, deletes: Sequence[PlannedDelete], expired: Sequence[str], latest: int, interval: int) -> str:
+def _expiry_summary(
+    log_dir: str,
+    deletes: Sequence[PlannedDelete],
+    batches: Mapping[int, FileInfo],
+    *,
+    interval: int,
+    min_batches_to_retain: int,
+    cleanup_delay_seconds: float,
+) -> str:
     where = log_dir or "the log"
-    if not expired:
-        return f"nothing to expire in {where}: deleteExpiredLog after batch {latest} (interval {interval}) deletes no file now"
-    ids = sorted(parse_batch_id(name, compactible=True) for name in expired)
-    freed = sum(d.size for d in deletes)
-    return f"expire batches {ids[0]}..{ids[-1]} of {where}: {len(deletes)} files, {freed} bytes"
+    ids = sorted({parse_batch_id(d.path.rpartition("/")[2], compactible=True) for d in deletes} - {None})
+    if ids:
+        return f"expire {batch_ids_text(ids)} of {where}: {len(deletes)} files, {sum(d.size for d in deletes)} bytes"
+    oldest, latest = min(batches), max(batches)
+    threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
+    if threshold is not None and oldest < threshold:
+        return (
+            f"nothing to expire in {where}: the files before compaction batch {threshold} were modified less than "
+            f"{cleanup_delay_seconds:.0f} s (the cleanup delay) ago"
+        )
+    return explain_nothing_to_expire(where, latest, oldest=oldest, interval=interval, min_batches_to_retain=min_batches_to_retain)
+
+
+def explain_nothing_to_expire(where: str, latest: int, *, oldest: int | None, interval: int, min_batches_to_retain: int) -> str:
+    """Say why deleteExpiredLog after ``latest`` expires no file of a log whose oldest batch is ``oldest``,
+    and which min_batches_to_retain would expire some (when ``oldest`` is known)."""
+    threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
+    if threshold is None:
+        why = (
+            f"Spark expires files only from batch {interval + min_batches_to_retain - 1} on "
+            f"(interval {interval}, min_batches_to_retain {min_batches_to_retain}) and the log is at batch {latest}"
+        )
+    else:
+        why = (
+            f"no file is older than compaction batch {threshold}, which the oldest retained batch "
+            f"({latest + 1 - min_batches_to_retain}) is read through"
+        )
+    fewer = None if oldest is None else _retention_that_expires(latest, oldest, interval, min_batches_to_retain)
+    change = f"; min_batches_to_retain {fewer} or fewer would expire from batch {oldest}" if fewer else ""
+    return f"nothing to expire in {where}: {why}{change}"
+
+
+def _retention_that_expires(latest: int, oldest: int, interval: int, min_batches_to_retain: int) -> int | None:
+    """The largest min_batches_to_retain below the given one that expires the file of batch ``oldest``."""
+    for fewer in range(min_batches_to_retain - 1, 0, -1):
+        threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=fewer)
+        if threshold is not None and threshold > oldest:
+            return fewer
+    return None
 
 
 # --- compact --------------------------------------------------------------------------------------
@@ -313,8 +359,8 @@ def compaction_target(listing: Sequence[FileInfo], compact_interval: int) -> tup
     if not batches:
         return None
     interval = derive_compact_interval(_compact_ids(listing), compact_interval)
-    target = (max(batches) + 1) // interval * interval - 1
-    return (target, interval) if target >= 0 else None
+    target = latest_compaction_batch_id(max(batches), interval)
+    return None if target is None else (target, interval)
 
 
 def compaction_input_names(target: int, interval: int) -> list[str]:
@@ -356,7 +402,7 @@ def compaction_plan_from_listings(
     target = compaction_target(log_listing, compact_interval)
     where = log_dir or "the log"
     if target is None:
-        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {where} has no compaction batch yet", planned_at=now)
+        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {where} has no compaction batch yet (the first is batch {compact_interval - 1})", planned_at=now)
     batch_id, interval = target
     files = {info.name: info for info in log_listing if not info.is_dir}
     compact_name = f"{batch_id}{COMPACT_FILE_SUFFIX}"

@@ -10,7 +10,7 @@ exactly what was confirmed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,3 +191,18 @@ def restrict_to_confirmed(confirmed: MaintenancePlan, fresh: MaintenancePlan) ->
 def precondition(name: str, ok: bool, detail: str) -> Precondition:
     """Shorthand used by the planners."""
     return Precondition(name, bool(ok), detail)
+
+
+def batch_span(first: int, last: int) -> str:
+    """Name the batches ``first`` to ``last`` for a plan's text: "batch 7", "batches 0–77 (78 batches)"."""
+    if first == last:
+        return f"batch {first}"
+    return f"batches {first}–{last} ({last - first + 1} batches)"
+
+
+def batch_ids_text(batch_ids: Sequence[int]) -> str:
+    """Name sorted batch ids for a plan's text: ``batch_span`` of their range, saying so when some are missing."""
+    first, last = batch_ids[0], batch_ids[-1]
+    if len(batch_ids) == last - first + 1:
+        return batch_span(first, last)
+    return f"batches {first}–{last} ({len(batch_ids)} batches, with gaps)"

@@ -29,7 +29,7 @@ from ..rocksdbstate import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
 from ..storage import CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
+from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
 from .sidecars import sidecars_of
 
@@ -39,11 +39,15 @@ DEFAULT_KEEP_BATCHES = 100
 
 
 @dataclass(frozen=True, slots=True)
-class _Limit:
-    """One bound on the purge threshold and why it is there."""
+class PurgeLimit:
+    """One bound on the purge threshold (batches below it go) and why it is there.
+
+    ``parameter`` names the request parameter that sets it; None for a guard of what Spark reads.
+    """
 
     threshold: int
     reason: str
+    parameter: str | None = None
 
 
 def plan_purge(
@@ -107,7 +111,9 @@ def purge_plan_from_listings(
         return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary="nothing to purge: no batch is committed yet", planned_at=now)
     latest_committed = max(logs[COMMITS_DIR])
     latest_offsets = max(logs[OFFSETS_DIR], default=latest_committed)
-    limits = _limits(latest_committed, latest_offsets, keep_batches, before_batch, oldest_state_version)
+    limits = purge_limits(
+        latest_committed, latest_offsets, keep_batches=keep_batches, before_batch=before_batch, oldest_state=oldest_state_version
+    )
     binding = min(limits, key=lambda limit: limit.threshold)
     deletes = _deletes(logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, binding.threshold)
     required = _required_from(latest_committed, latest_offsets, oldest_state_version)
@@ -122,7 +128,7 @@ def purge_plan_from_listings(
         parameters,
         deletes=deletes,
         preconditions=preconditions,
-        summary=_summary(logs, deletes, binding),
+        summary=_summary(logs, deletes, binding, limits, keep_batches=keep_batches, latest_committed=latest_committed),
         planned_at=now,
         notes=notes,
     )
@@ -137,26 +143,66 @@ def _batch_files(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
     return files
 
 
-def _limits(
-    latest_committed: int, latest_offsets: int, keep_batches: int, before_batch: int | None, oldest_state: int | None
-) -> list[_Limit]:
+def purge_limits(
+    latest_committed: int,
+    latest_offsets: int,
+    *,
+    keep_batches: int,
+    before_batch: int | None = None,
+    oldest_state: int | None = None,
+) -> list[PurgeLimit]:
+    """Every bound on the purge threshold; the lowest one binds.
+
+    No threshold is below 0: batch ids start at 0, so 0 already keeps every batch (a plan once
+    said "the threshold is -13" when fewer batches existed than were to be kept).
+    """
     limits = [
-        _Limit(latest_committed + 1 - keep_batches, f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"),
-        _Limit(latest_offsets - 1, f"a restart reads the offsets of batch {latest_offsets - 1}, the one before the latest ({latest_offsets})"),
+        PurgeLimit(max(latest_committed + 1 - keep_batches, 0), _keep_reason(keep_batches, latest_committed), "keep_batches"),
+        PurgeLimit(max(latest_offsets - 1, 0), _restart_reason(latest_offsets)),
     ]
     if before_batch is not None:
-        limits.append(_Limit(before_batch, "the requested bound (before_batch)"))
+        limits.append(PurgeLimit(before_batch, "the requested bound (before_batch)", "before_batch"))
     if oldest_state is not None:
-        limits.append(
-            _Limit(oldest_state - 1, f"state version {oldest_state} is still on disk and is read with batch {oldest_state - 1}'s offsets and commits")
-        )
+        batch = max(oldest_state - 1, 0)
+        limits.append(PurgeLimit(batch, f"state version {oldest_state} is still on disk and is read with batch {batch}'s offsets and commits "
+                "(a cleanup of old state files lets older batches go)"))
     return limits
+
+
+def _keep_reason(keep_batches: int, latest_committed: int) -> str:
+    if keep_batches > latest_committed + 1:
+        return f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches up to {latest_committed}: all stay"
+    return f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"
+
+
+def _restart_reason(latest_offsets: int) -> str:
+    if latest_offsets == 0:
+        return "batch 0 is the latest: a restart reads its offsets"
+    return f"a restart reads the offsets of batch {latest_offsets - 1}, the one before the latest ({latest_offsets})"
+
+
+def explain_nothing_to_purge(
+    oldest: int, newest: int, limits: Sequence[PurgeLimit], *, keep_batches: int, latest_committed: int
+) -> str:
+    """Say why no batch from ``oldest`` (the oldest stored) to ``newest`` goes, and what request would purge some."""
+    blocking = [limit for limit in limits if limit.threshold <= oldest]
+    guards = [limit.reason for limit in blocking if limit.parameter is None]
+    if guards:
+        return f"nothing to purge: batch {oldest}, the oldest stored, is still needed: {'; '.join(guards)}"
+    if any(limit.parameter == "before_batch" for limit in blocking):
+        return f"nothing to purge: before_batch is not above {oldest}, the oldest stored batch"
+    stored = batch_span(oldest, newest)
+    # keep_batches k purges batch ``oldest`` once latest_committed + 1 - k > oldest.
+    fewer = latest_committed - oldest
+    change = f"; keep_batches {fewer} or fewer would purge from batch {oldest}" if fewer >= 1 else ""
+    return f"nothing to purge: keep_batches {keep_batches} keeps {stored}, all that is stored{change}"
 
 
 def _required_from(latest_committed: int, latest_offsets: int, oldest_state: int | None) -> int:
     """The oldest batch whose offsets and commits Spark may read (restart, state data source)."""
     required = min(latest_committed, latest_offsets - 1)
-    return required if oldest_state is None else min(required, oldest_state - 1)
+    required = required if oldest_state is None else min(required, oldest_state - 1)
+    return max(required, 0)
 
 
 def _deletes(logs: dict[str, dict[int, FileInfo]], listings: dict[str, Sequence[FileInfo]], threshold: int) -> tuple[PlannedDelete, ...]:
@@ -218,15 +264,24 @@ def _contiguity(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedD
     return precondition("contiguity", True, detail + (f" (not caused by this plan: {'; '.join(holes)})" if holes else ""))
 
 
-def _summary(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete], binding: _Limit) -> str:
+def _summary(
+    logs: dict[str, dict[int, FileInfo]],
+    deletes: Sequence[PlannedDelete],
+    binding: PurgeLimit,
+    limits: Sequence[PurgeLimit],
+    *,
+    keep_batches: int,
+    latest_committed: int,
+) -> str:
     ids = sorted(_deleted_ids(deletes, OFFSETS_DIR) | _deleted_ids(deletes, COMMITS_DIR))
+    stored = sorted(set(logs[OFFSETS_DIR]) | set(logs[COMMITS_DIR]))
     if not ids:
-        oldest = min(min(files) for files in logs.values() if files)
-        return f"nothing to purge: the oldest batch is {oldest} and the threshold is {binding.threshold} ({binding.reason})"
+        return explain_nothing_to_purge(stored[0], stored[-1], limits, keep_batches=keep_batches, latest_committed=latest_committed)
     freed = sum(d.size for d in deletes)
+    kept = [batch_id for batch_id in stored if batch_id >= binding.threshold]
     return (
-        f"purge offsets and commits of batches {ids[0]}..{ids[-1]}: {len(deletes)} files, {freed} bytes "
-        f"(threshold {binding.threshold}: {binding.reason})"
+        f"purge offsets and commits of {batch_ids_text(ids)}: {len(deletes)} files, {freed} bytes; "
+        f"keep {batch_ids_text(kept)} ({binding.reason})"
     )
 
 

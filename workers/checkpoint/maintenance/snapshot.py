@@ -121,7 +121,7 @@ def snapshot_plan_from_listings(
         },
         writes=tuple(survey.writes),
         preconditions=preconditions,
-        summary=_summary(survey.writes, min_chain),
+        summary=_summary(survey, min_chain, stores_chosen=len(chosen), committed=committed),
         planned_at=now,
         notes=tuple(survey.notes),
     )
@@ -136,6 +136,8 @@ class _Survey:
         self.rocksdb: list[str] = []
         self.broken: list[str] = []
         self.stale: list[str] = []
+        # (deltas replayed at the target version, store path, version) of every HDFS store measured.
+        self.chains: list[tuple[int, str, int]] = []
 
     def add(self, store: StateStoreDir, committed: int | None, version: int | None, min_chain: int) -> None:
         provider = detect_provider(store.files)
@@ -153,6 +155,7 @@ class _Survey:
             self.broken.append(str(exc))
             return
         deltas = [f for f in files if not f.is_snapshot]
+        self.chains.append((0 if files[0].version == target else len(deltas), store.path, target))
         if files[0].version == target:
             self.notes.append(f"{store.path}: version {target} already has a snapshot")
             return
@@ -224,11 +227,34 @@ def _codec_precondition(conf: StateConf) -> Precondition:
     )
 
 
-def _summary(writes: Sequence[PlannedWrite], min_chain: int) -> str:
-    if not writes:
-        return f"nothing to do: no chosen store replays more than {min_chain} deltas at its newest committed version"
-    total = sum(len(w.inputs) for w in writes)
-    return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {sum(w.estimated_bytes for w in writes)} bytes read)"
+def _summary(survey: _Survey, min_chain: int, *, stores_chosen: int, committed: int | None) -> str:
+    writes = survey.writes
+    if writes:
+        total = sum(len(w.inputs) for w in writes)
+        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {sum(w.estimated_bytes for w in writes)} bytes read)"
+    if not stores_chosen:
+        return "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
+    if committed is None:
+        return "nothing to do: no batch is committed, so no state version is final"
+    if len(survey.rocksdb) == stores_chosen:
+        return "nothing to do: every store is RocksDB's, whose snapshots Spark's RocksDB provider writes"
+    if not survey.chains:
+        if survey.broken:
+            return "nothing to do: the delta chains to replay are incomplete (see inputs-complete)"
+        return "nothing to do: no store has a version written by a committed batch"
+    return explain_no_snapshot(*max(survey.chains), min_chain=min_chain)
+
+
+def explain_no_snapshot(longest: int, path: str, version: int, *, min_chain: int) -> str:
+    """Say why no store gets a snapshot when the longest delta chain is ``longest`` (store ``path``),
+    and which min_chain would write one."""
+    if longest == 0:
+        return "nothing to do: every store already has a snapshot at its newest committed version"
+    change = f"; min_chain {longest - 1} or lower would snapshot it" if longest > 1 else ""
+    return (
+        f"nothing to do: the longest delta chain is {longest} delta(s) ({path} at version {version}), "
+        f"not more than min_chain {min_chain}{change}"
+    )
 
 
 def build_snapshot_content(storage: CheckpointStorage, write: PlannedWrite, *, conf: StateConf | None = None) -> bytes:
@@ -322,6 +348,7 @@ __all__ = [
     "build_snapshot_content",
     "compress_state_content",
     "encode_snapshot",
+    "explain_no_snapshot",
     "plan_snapshot",
     "snapshot_plan_from_listings",
     "replay_records",
