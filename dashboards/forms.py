@@ -1,12 +1,26 @@
 """Forms: registering and editing checkpoints."""
+from collections.abc import Callable
+from typing import TypeVar
+
 from django import forms
 from django.conf import settings
 
-from workers.checkpoint import DEFAULT_COMPACT_INTERVAL, PathNotAllowedError, check_allowed
+from workers.checkpoint import (
+    DEFAULT_COMPACT_INTERVAL,
+    CheckpointError,
+    CheckpointStorage,
+    PathNotAllowedError,
+    check_allowed,
+    classify_checkpoint_root,
+    classify_sink_output,
+)
+from workers.storage_options import open_storage_for_check
 
 from .models import Checkpoint
 
 MIN_SYNC_INTERVAL_SECONDS = 5
+
+_Found = TypeVar("_Found")
 
 
 class CheckpointForm(forms.ModelForm):
@@ -18,17 +32,29 @@ class CheckpointForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         # Most queries keep Spark's default; a form without the field keeps it too.
         self.fields["file_log_compact_interval"].required = False
+        self.warnings: list[str] = []  # accepted, but worth telling (a query that ran no batch yet)
 
     def clean_file_log_compact_interval(self) -> int:
         value = self.cleaned_data["file_log_compact_interval"]
         return DEFAULT_COMPACT_INTERVAL if value is None else value
 
     def clean_url(self) -> str:
-        return _allowed(self.cleaned_data["url"])
+        url = _allowed(self.cleaned_data["url"])
+        if url != self.instance.url:
+            root = _look_up(classify_checkpoint_root, url)
+            _refuse(root.refusal)
+            self.warnings += [root.warning] if root.warning else []
+        return url
 
     def clean_sink_log_url(self) -> str:
+        """The sink's output folder or its _spark_metadata folder: the readers take either."""
         url = self.cleaned_data["sink_log_url"]
-        return _allowed(url) if url else ""
+        if not url:
+            return ""
+        url = _allowed(url)
+        if url != self.instance.sink_log_url:
+            _refuse(_look_up(classify_sink_output, url).refusal)
+        return url
 
     def clean_sync_interval_seconds(self) -> int:
         seconds = self.cleaned_data["sync_interval_seconds"]
@@ -43,3 +69,45 @@ def _allowed(url: str) -> str:
         return check_allowed(url, settings.CHECKPOINT_ROOTS)
     except PathNotAllowedError as exc:
         raise forms.ValidationError(str(exc)) from None
+
+
+def _look_up(classify: Callable[[CheckpointStorage], _Found], url: str) -> _Found:
+    """Tell what ``url`` holds, so that a typo is refused while the person registering is there.
+
+    The web process reads no storage while answering (house style B2.1), except here: a
+    registration is rare, this is one listing or look-up (two at most), and object stores get
+    one attempt with short timeouts (open_storage_for_check). A store that cannot be asked
+    refuses the form with the reason; registering again retries.
+    """
+    try:
+        return classify(open_storage_for_check(url))
+    except CheckpointError as exc:
+        raise forms.ValidationError(f"{url}: cannot be checked: {exc}") from None
+
+
+def _refuse(refusal: CheckpointError | None) -> None:
+    if refusal is not None:
+        raise forms.ValidationError(str(refusal))
+
+
+class ArchiveForm(forms.Form):
+    """Archive or restore a checkpoint: why, for the audit trail."""
+
+    reason = forms.CharField(required=False, max_length=1000, help_text="Why, for the audit trail (optional).")
+
+
+class RemoveForm(forms.Form):
+    """Remove a checkpoint and its history: why, and its name typed out."""
+
+    reason = forms.CharField(max_length=1000, help_text="Why, for the audit trail.")
+    checkpoint_name = forms.CharField(help_text="Type the checkpoint's name to confirm.")
+
+    def __init__(self, *args, checkpoint: Checkpoint, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.checkpoint = checkpoint
+
+    def clean_checkpoint_name(self) -> str:
+        name = self.cleaned_data["checkpoint_name"].strip()
+        if name != self.checkpoint.name:
+            raise forms.ValidationError(f"Type {self.checkpoint.name!r} exactly to confirm.")
+        return name

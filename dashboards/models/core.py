@@ -73,9 +73,17 @@ def count_per_checkpoint(rows: models.QuerySet) -> Coalesce:
 
 
 class CheckpointQuerySet(models.QuerySet):
+    def active(self) -> CheckpointQuerySet:
+        """Checkpoints not archived: the ones synced, listed and exported to /metrics."""
+        return self.filter(archived_at__isnull=True)
+
+    def archived(self) -> CheckpointQuerySet:
+        """Archived checkpoints, most recently archived first."""
+        return self.filter(archived_at__isnull=False).order_by("-archived_at", "name")
+
     def list_ids(self) -> models.QuerySet:
-        """Ids of the checkpoints in the list's order (name), for a Paginator; for_list reads a page of them."""
-        return self.order_by("name").values_list("pk", flat=True)
+        """Ids of the active checkpoints in the list's order (name), for a Paginator; for_list reads a page of them."""
+        return self.active().order_by("name").values_list("pk", flat=True)
 
     def for_list(self, page_ids: models.QuerySet) -> CheckpointQuerySet:
         """The checkpoints of ``page_ids`` (a slice of list_ids) with what the list page shows, in one query.
@@ -99,13 +107,14 @@ class CheckpointQuerySet(models.QuerySet):
         )
 
     def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
-        """Lock the checkpoint for one sync; False when another live worker holds it.
+        """Lock the checkpoint for one sync; False when another live worker holds it or it is archived.
 
         A conditional UPDATE, so two workers racing for the same checkpoint cannot both win; a
-        crashed worker's lease simply expires.
+        crashed worker's lease simply expires. An archived checkpoint is never synced, whoever
+        queued the sync (a catch-up of the read API, a sync queued just before archiving).
         """
         free = Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
-        taken = self.filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        taken = self.active().filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
         return taken == 1
 
     def release_sync_lease(self, pk: int, *, owner: str) -> None:
@@ -135,6 +144,10 @@ class Checkpoint(models.Model):
         "the checkpoint; it applies until a log has a .compact file, after which the interval is derived from the files.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="Set when archived: not synced, not listed, not in /metrics; its history stays and it can be restored.",
+    )
     query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
     sync_schedule = models.OneToOneField(
         "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, editable=False, related_name="+"
@@ -172,15 +185,20 @@ class Checkpoint(models.Model):
     def sync_overdue(self) -> bool:
         """Tell whether the last sync is older than SYNC_OVERDUE_INTERVALS intervals: the figures
         shown may be stale (workers, beat or the broker down, or storage failing)."""
-        if not self.is_enabled or self.last_synced_at is None:
+        if not self.is_enabled or self.is_archived or self.last_synced_at is None:
             return False
         allowed = timedelta(seconds=self.sync_interval_seconds * SYNC_OVERDUE_INTERVALS + SYNC_OVERDUE_GRACE_SECONDS)
         return timezone.now() - self.last_synced_at > allowed
 
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
     def save(self, *args, **kwargs) -> None:
         """Save, then keep the periodic sync in celery beat's table in step with this row."""
         super().save(*args, **kwargs)
-        if kwargs.get("update_fields") is None or {"sync_interval_seconds", "is_enabled", "name"} & set(kwargs["update_fields"]):
+        scheduled = {"sync_interval_seconds", "is_enabled", "name", "archived_at"}
+        if kwargs.get("update_fields") is None or scheduled & set(kwargs["update_fields"]):
             task = schedule_sync(self)
             if self.sync_schedule_id != task.pk:
                 self.sync_schedule = task
