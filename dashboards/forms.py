@@ -40,7 +40,7 @@ class CheckpointForm(forms.ModelForm):
 
     def clean_url(self) -> str:
         url = _allowed(self.cleaned_data["url"])
-        if url != self.instance.url:
+        if not _same_location(url, self.instance.url):
             root = _look_up(classify_checkpoint_root, url)
             _refuse(root.refusal)
             self.warnings += [root.warning] if root.warning else []
@@ -52,7 +52,7 @@ class CheckpointForm(forms.ModelForm):
         if not url:
             return ""
         url = _allowed(url)
-        if url != self.instance.sink_log_url:
+        if not _same_location(url, self.instance.sink_log_url):
             _refuse(_look_up(classify_sink_output, url).refusal)
         return url
 
@@ -69,6 +69,15 @@ def _allowed(url: str) -> str:
         return check_allowed(url, settings.CHECKPOINT_ROOTS)
     except PathNotAllowedError as exc:
         raise forms.ValidationError(str(exc)) from None
+
+
+def _same_location(url: str, stored: str) -> bool:
+    """Tell whether ``url`` is where ``stored`` (an unchanged field of an edited checkpoint) points:
+    a path checked when it was registered is not looked up again on every edit."""
+    try:
+        return bool(stored) and check_allowed(stored, None) == url
+    except PathNotAllowedError:
+        return False
 
 
 def _look_up(classify: Callable[[CheckpointStorage], _Found], url: str) -> _Found:

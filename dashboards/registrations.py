@@ -26,11 +26,9 @@ class RegistryRefused(Exception):
 def save_registration(form: CheckpointForm, *, actor=None, actor_name: str = "") -> Checkpoint:
     """Save a valid form and audit it: "registered" for a new checkpoint, "edited" with what changed."""
     is_new = form.instance.pk is None
-    changes = {
-        field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])]
-        for field in form.changed_data
-        if field in AUDITED_FIELDS
-    }
+    before_after = {field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])] for field in form.changed_data}
+    # A field Django counts as changed may hold the same value (a blank interval cleaned to its default).
+    changes = {field: values for field, values in before_after.items() if field in AUDITED_FIELDS and values[0] != values[1]}
     with transaction.atomic():
         checkpoint = form.save()
         if is_new:

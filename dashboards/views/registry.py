@@ -52,7 +52,7 @@ def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 def checkpoint_archive(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     """GET: what archiving does, and the form; POST: archive."""
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    form = ArchiveForm(request.POST or None)
+    form = ArchiveForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             archive_checkpoint(checkpoint, actor=request.user, reason=form.cleaned_data["reason"], now=timezone.now())
@@ -86,7 +86,7 @@ def checkpoint_restore(request: HttpRequest, checkpoint_id: int) -> HttpResponse
 def checkpoint_remove(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     """GET: what removing deletes, and the form (reason, name typed out); POST: remove."""
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    form = RemoveForm(request.POST or None, checkpoint=checkpoint)
+    form = RemoveForm(_posted(request), checkpoint=checkpoint)
     if request.method == "POST" and form.is_valid():
         name = checkpoint.name
         remove_checkpoint(checkpoint, actor=request.user, reason=form.cleaned_data["reason"])
@@ -105,3 +105,8 @@ def archived_checkpoint_list(request: HttpRequest) -> HttpResponse:
 def _tell_warnings(request: HttpRequest, form: CheckpointForm) -> None:
     for warning in form.warnings:
         messages.warning(request, warning)
+
+
+def _posted(request: HttpRequest):
+    """The POST data to bind a form to, even when empty (an optional reason left blank), else None."""
+    return request.POST if request.method == "POST" else None
