@@ -27,6 +27,11 @@ class CheckpointForm(forms.ModelForm):
     class Meta:
         model = Checkpoint
         fields = ["name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds"]
+        labels = {"url": "Checkpoint URL"}
+        help_texts = {
+            "url": "Local path or fsspec URL of the checkpoint folder (the one holding metadata, offsets/ and commits/).",
+            "sink_log_url": "Output folder of the query's file sink (the folder it writes to), or its _spark_metadata folder.",
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
