@@ -287,3 +287,23 @@ def test_removing_deletes_the_history_and_the_audit_entry_keeps_the_name(remover
     entry = AuditEntry.objects.get()
     assert (entry.event, entry.checkpoint, entry.checkpoint_name, entry.detail) == ("removed", None, "inconsistent", "registered twice")
     assert entry.data == {"url": synced.url, "batches": 4, "was_archived": False}
+
+
+# --- the admin ------------------------------------------------------------------------------------
+
+
+def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_registers_and_deletes(admin_client, checkpoint_roots, copy_checkpoint):
+    refused = admin_client.post(reverse("admin:dashboards_checkpoint_add"), _form_data("typo", checkpoint_roots / "typo"))
+    assert f"{(checkpoint_roots / 'typo').as_uri()}: no such file or folder" in refused.content.decode()
+    assert not Checkpoint.objects.exists()
+
+    admin_client.post(reverse("admin:dashboards_checkpoint_add"), _form_data("inc", copy_checkpoint(INCONSISTENT)))
+    checkpoint = Checkpoint.objects.get()
+    admin_client.post(reverse("admin:dashboards_checkpoint_delete", args=[checkpoint.pk]), {"post": "yes"})
+
+    assert not Checkpoint.objects.exists()
+    events = list(AuditEntry.objects.order_by("pk").values_list("event", "actor_name", "checkpoint_name", "detail"))
+    assert events == [
+        ("registered", "admin", "inc", checkpoint.url),
+        ("removed", "admin", "inc", "removed in the admin"),
+    ]
