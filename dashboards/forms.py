@@ -121,7 +121,12 @@ class RemoveForm(forms.Form):
         self.checkpoint = checkpoint
 
     def clean_checkpoint_name(self) -> str:
-        name = self.cleaned_data["checkpoint_name"].strip()
-        if name != self.checkpoint.name:
-            raise forms.ValidationError(f"Type {self.checkpoint.name!r} exactly to confirm.")
-        return name
+        return confirm_typed_name(self.cleaned_data["checkpoint_name"], self.checkpoint)
+
+
+def confirm_typed_name(typed: str, checkpoint: Checkpoint) -> str:
+    """Return the checkpoint's name typed out to confirm a destructive action; ValidationError if it differs."""
+    name = typed.strip()
+    if name != checkpoint.name:
+        raise forms.ValidationError(f"Type {checkpoint.name!r} exactly to confirm.")
+    return name

@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 
+from .forms import confirm_typed_name
 from .models import Checkpoint, MaintenanceAction
 
 SINK_LOG = "sink"
@@ -85,7 +86,4 @@ class MaintenanceConfirmForm(forms.Form):
         self.checkpoint = checkpoint
 
     def clean_checkpoint_name(self) -> str:
-        name = self.cleaned_data["checkpoint_name"].strip()
-        if name != self.checkpoint.name:
-            raise forms.ValidationError(f"Type {self.checkpoint.name!r} exactly to confirm.")
-        return name
+        return confirm_typed_name(self.cleaned_data["checkpoint_name"], self.checkpoint)

@@ -57,14 +57,6 @@ def operator_client(client, operator_user):
     return client
 
 
-@pytest.fixture
-def synced(copy_checkpoint) -> Checkpoint:
-    checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(INCONSISTENT)))
-    sync_checkpoint(checkpoint.pk)
-    checkpoint.refresh_from_db()
-    return checkpoint
-
-
 # --- registering: the form ----------------------------------------------------------------------
 
 

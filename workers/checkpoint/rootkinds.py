@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 # What Spark writes at a checkpoint's root: a file, and folders.
 CHECKPOINT_FILES = frozenset({METADATA_FILE})
 CHECKPOINT_DIRS = frozenset({OFFSETS_DIR, COMMITS_DIR, STATE_DIR})
-_SHAPE = "the folder holding metadata, offsets/ and commits/"
 
 
 class RootKind(enum.Enum):
@@ -44,6 +43,18 @@ class RootKind(enum.Enum):
     NOT_A_CHECKPOINT = "not a checkpoint"
     NOT_STARTED = "not started"
     CHECKPOINT = "checkpoint"
+
+
+_SHAPE = "the folder holding metadata, offsets/ and commits/"
+_ROOT_REFUSALS = {
+    RootKind.MISSING: "no such file or folder",
+    RootKind.FILE: f"this is a file, not a checkpoint folder: give {_SHAPE}",
+}
+_NOT_A_CHECKPOINT = "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint"
+_NOT_A_CHECKPOINT_EMPTY = (
+    "the folder is empty, not a Spark checkpoint (Spark writes metadata, offsets/ and commits/ when the query starts)"
+)
+_NOT_A_CHECKPOINT_SINK = f"this is a file sink's output (it holds {SINK_LOG_DIR}), not its checkpoint: give {_SHAPE}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +74,11 @@ class CheckpointRoot:
     @property
     def refusal(self) -> NotACheckpointError | None:
         """The error to refuse this path with, or None when it is a checkpoint."""
-        if self.kind is RootKind.MISSING:
-            return NotACheckpointError(self.url, "no such file or folder")
-        if self.kind is RootKind.FILE:
-            return NotACheckpointError(self.url, f"this is a file, not a checkpoint folder: give {_SHAPE}")
-        if self.kind is not RootKind.NOT_A_CHECKPOINT:
-            return None
-        if self.is_sink_output:
-            return NotACheckpointError(
-                self.url, f"this is a file sink's output (it holds {SINK_LOG_DIR}), not its checkpoint: give {_SHAPE}"
-            )
-        if self.is_empty:
-            return NotACheckpointError(
-                self.url, "the folder is empty, not a Spark checkpoint (Spark writes metadata, offsets/ and commits/ when the query starts)"
-            )
-        return NotACheckpointError(self.url, "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint")
+        if self.kind is RootKind.NOT_A_CHECKPOINT:
+            reason = _NOT_A_CHECKPOINT_SINK if self.is_sink_output else _NOT_A_CHECKPOINT_EMPTY if self.is_empty else _NOT_A_CHECKPOINT
+        else:
+            reason = _ROOT_REFUSALS.get(self.kind)
+        return None if reason is None else NotACheckpointError(self.url, reason)
 
     @property
     def warning(self) -> str | None:
@@ -128,6 +129,13 @@ class SinkOutputKind(enum.Enum):
     SINK_LOG = "sink log"
 
 
+_SINK_REFUSALS = {
+    SinkOutputKind.MISSING: f"no such folder (a file sink creates its {SINK_LOG_DIR} when the query starts)",
+    SinkOutputKind.FILE: f"this is a file: give the sink's output folder or its {SINK_LOG_DIR} folder",
+    SinkOutputKind.NO_SINK_LOG: f"no {SINK_LOG_DIR} folder here: not a file sink's output (give the folder the query writes to)",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class SinkOutput:
     """What a path given as a file sink's output holds. ``log_url`` is its ``_spark_metadata`` folder.
@@ -143,15 +151,8 @@ class SinkOutput:
     @property
     def refusal(self) -> NotACheckpointError | None:
         """The error to refuse this path with, or None when it holds a file sink log."""
-        if self.kind is SinkOutputKind.MISSING:
-            return NotACheckpointError(self.url, f"no such folder (a file sink creates its {SINK_LOG_DIR} when the query starts)")
-        if self.kind is SinkOutputKind.FILE:
-            return NotACheckpointError(self.url, f"this is a file: give the sink's output folder or its {SINK_LOG_DIR} folder")
-        if self.kind is SinkOutputKind.NO_SINK_LOG:
-            return NotACheckpointError(
-                self.url, f"no {SINK_LOG_DIR} folder here: not a file sink's output (give the folder the query writes to)"
-            )
-        return None
+        reason = _SINK_REFUSALS.get(self.kind)
+        return None if reason is None else NotACheckpointError(self.url, reason)
 
 
 def classify_sink_output(storage: CheckpointStorage) -> SinkOutput:
