@@ -45,6 +45,9 @@ class CheckpointForm(forms.ModelForm):
 
     def clean_url(self) -> str:
         url = _allowed(self.cleaned_data["url"])
+        archived = Checkpoint.objects.archived().filter(url=url).exclude(pk=self.instance.pk).first()
+        if archived is not None:
+            raise forms.ValidationError(f"{url} is registered already as {archived.name}, archived: restore it from the archived checkpoints page.")
         if not _same_location(url, self.instance.url):
             root = _look_up(classify_checkpoint_root, url)
             _refuse(root.refusal)

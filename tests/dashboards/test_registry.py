@@ -139,6 +139,14 @@ def test_editing_to_a_url_holding_no_checkpoint_is_refused(operator_client, sync
     assert Checkpoint.objects.get().url == synced.url
 
 
+def test_registering_the_url_of_an_archived_checkpoint_points_to_restoring_it(operator_client, synced):
+    url = Path(synced.url).as_uri()  # as the form stores it
+    Checkpoint.objects.filter(pk=synced.pk).update(url=url, archived_at="2026-01-01T00:00:00Z")
+    response = operator_client.post(reverse("dashboards:checkpoint-create"), _form_data("again", synced.url))
+    assert f"{url} is registered already as inconsistent, archived: restore it from the archived checkpoints page." in response.content.decode()
+    assert Checkpoint.objects.count() == 1
+
+
 # --- registering: the command line ----------------------------------------------------------------
 
 
