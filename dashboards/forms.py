@@ -1,4 +1,4 @@
-"""Forms: registering and editing checkpoints."""
+"""Forms: registering, editing, archiving and removing checkpoints."""
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -45,14 +45,20 @@ class CheckpointForm(forms.ModelForm):
 
     def clean_url(self) -> str:
         url = _allowed(self.cleaned_data["url"])
-        archived = Checkpoint.objects.archived().filter(url=url).exclude(pk=self.instance.pk).first()
-        if archived is not None:
-            raise forms.ValidationError(f"{url} is registered already as {archived.name}, archived: restore it from the archived checkpoints page.")
+        self._refuse_archived_duplicate(url)
         if not _same_location(url, self.instance.url):
             root = _look_up(classify_checkpoint_root, url)
             _refuse(root.refusal)
             self.warnings += [root.warning] if root.warning else []
         return url
+
+    def _refuse_archived_duplicate(self, url: str) -> None:
+        """An archived checkpoint keeps its URL: say so, rather than Django's bare "already exists"."""
+        archived = Checkpoint.objects.archived().filter(url=url).exclude(pk=self.instance.pk).first()
+        if archived is not None:
+            raise forms.ValidationError(
+                f"{url} is registered already as {archived.name}, archived: restore it from the archived checkpoints page."
+            )
 
     def clean_sink_log_url(self) -> str:
         """The sink's output folder or its _spark_metadata folder: the readers take either."""
