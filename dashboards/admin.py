@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from .forms import CheckpointForm
 from .models import (
     AuditEntry,
     Batch,
@@ -13,17 +14,31 @@ from .models import (
     SyncIssue,
     SyncRun,
 )
+from .registrations import remove_checkpoint, save_registration
 
 
 @admin.register(Checkpoint)
 class CheckpointAdmin(admin.ModelAdmin):
-    list_display = ["name", "url", "is_enabled", "latest_batch_id", "uncommitted_batch_count", "last_synced_at"]
-    list_filter = ["is_enabled"]
+    """The same form (paths checked) and the same audit entries as the pages and the command line."""
+
+    form = CheckpointForm
+    list_display = ["name", "url", "is_enabled", "archived_at", "latest_batch_id", "uncommitted_batch_count", "last_synced_at"]
+    list_filter = ["is_enabled", ("archived_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "url"]
     readonly_fields = [
         "query", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
-        "uncommitted_batch_count", "last_synced_at", "sync_lease_owner", "sync_lease_until",
+        "uncommitted_batch_count", "last_synced_at", "sync_lease_owner", "sync_lease_until", "archived_at",
     ]
+
+    def save_model(self, request, obj, form, change) -> None:
+        save_registration(form, actor=request.user)
+
+    def delete_model(self, request, obj) -> None:
+        remove_checkpoint(obj, actor=request.user, reason="removed in the admin")
+
+    def delete_queryset(self, request, queryset) -> None:
+        for checkpoint in queryset:
+            self.delete_model(request, checkpoint)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -17,6 +17,7 @@ from django import forms
 
 from workers.checkpoint.maintenance.actions import SINK_LOG
 
+from .forms import confirm_typed_name
 from .maintenance_figures import MaintenanceFigures, Preview, Suggestion, preview_request, suggest_parameters
 from .models import Checkpoint, MaintenanceAction, MetadataLog
 
@@ -183,10 +184,7 @@ class MaintenanceConfirmForm(forms.Form):
         self.checkpoint = checkpoint
 
     def clean_checkpoint_name(self) -> str:
-        name = self.cleaned_data["checkpoint_name"].strip()
-        if name != self.checkpoint.name:
-            raise forms.ValidationError(f"Type {self.checkpoint.name!r} exactly to confirm.")
-        return name
+        return confirm_typed_name(self.cleaned_data["checkpoint_name"], self.checkpoint)
 
     def refusal(self) -> str:
         """Why an invalid confirmation was refused, field by field, for the audit trail."""

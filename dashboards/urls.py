@@ -1,15 +1,19 @@
 from django.urls import path
 
-from .views import maintenance, pages as views
+from .views import maintenance, pages as views, registry
 
 app_name = "dashboards"
 
 urlpatterns = [
     path("", views.checkpoint_list, name="checkpoint-list"),
     path("panels/checkpoints/", views.checkpoint_list_panel, name="checkpoint-list-panel"),
-    path("checkpoints/new/", views.checkpoint_create, name="checkpoint-create"),
+    path("checkpoints/new/", registry.checkpoint_create, name="checkpoint-create"),
+    path("checkpoints/archived/", registry.archived_checkpoint_list, name="archived-checkpoint-list"),
     path("checkpoints/<int:checkpoint_id>/", views.checkpoint_detail, name="checkpoint-detail"),
-    path("checkpoints/<int:checkpoint_id>/edit/", views.checkpoint_edit, name="checkpoint-edit"),
+    path("checkpoints/<int:checkpoint_id>/edit/", registry.checkpoint_edit, name="checkpoint-edit"),
+    path("checkpoints/<int:checkpoint_id>/archive/", registry.checkpoint_archive, name="checkpoint-archive"),
+    path("checkpoints/<int:checkpoint_id>/restore/", registry.checkpoint_restore, name="checkpoint-restore"),
+    path("checkpoints/<int:checkpoint_id>/remove/", registry.checkpoint_remove, name="checkpoint-remove"),
     path("checkpoints/<int:checkpoint_id>/sync/", views.checkpoint_sync, name="checkpoint-sync"),
     path("checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"),
     path("checkpoints/<int:checkpoint_id>/panels/batches/", views.batch_table_panel, name="batch-table-panel"),

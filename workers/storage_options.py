@@ -15,17 +15,24 @@ from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
 
 
-def storage_options_for(url: str) -> dict[str, Any]:
-    """Return the fsspec storage options for a checkpoint URL (empty for local paths)."""
+# A registration form looks the path up while the person waits: one attempt, a few seconds at most.
+REGISTRATION_CHECK_TIMEOUT_SECONDS = 5
+
+
+def storage_options_for(url: str, *, timeout_seconds: float | None = None, max_attempts: int | None = None) -> dict[str, Any]:
+    """Return the fsspec storage options for a checkpoint URL (empty for local paths).
+
+    Timeout and attempts default to CKPTWEB_STORAGE_TIMEOUT_SECONDS and CKPTWEB_STORAGE_MAX_ATTEMPTS.
+    """
     if not url.lower().startswith(("s3://", "s3a://")):
         return {}
     # Bounded waits: an unreachable or stalled store fails a sync in seconds (a SyncIssue naming
     # the file), not after botocore's default minute-long timeouts and retries.
-    timeout = settings.STORAGE_TIMEOUT_SECONDS
+    timeout = settings.STORAGE_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     options: dict[str, Any] = {
         "config_kwargs": {
             "connect_timeout": timeout, "read_timeout": timeout,
-            "retries": {"max_attempts": settings.STORAGE_MAX_ATTEMPTS, "mode": "standard"},
+            "retries": {"max_attempts": max_attempts or settings.STORAGE_MAX_ATTEMPTS, "mode": "standard"},
             # A connection for each read a first sync keeps in flight (CheckpointStorage.read_many).
             "max_pool_connections": REMOTE_READS_IN_FLIGHT,
         },
@@ -38,3 +45,13 @@ def storage_options_for(url: str) -> dict[str, Any]:
 def open_storage(url: str) -> CheckpointStorage:
     """Open a checkpoint URL under the allowed roots, with the options its backend needs."""
     return CheckpointStorage(url, allowed_roots=settings.CHECKPOINT_ROOTS, storage_options=storage_options_for(url))
+
+
+def open_storage_for_check(url: str) -> CheckpointStorage:
+    """Open a URL under the allowed roots for a registration's look-up: one attempt, short timeouts.
+
+    A failure is told to the person registering (who can retry), not retried behind their back.
+    """
+    timeout = min(settings.STORAGE_TIMEOUT_SECONDS, REGISTRATION_CHECK_TIMEOUT_SECONDS)
+    options = storage_options_for(url, timeout_seconds=timeout, max_attempts=1)
+    return CheckpointStorage(url, allowed_roots=settings.CHECKPOINT_ROOTS, storage_options=options)

@@ -17,7 +17,11 @@ from .families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
 
 
 def read_checkpoints() -> list[dict]:
-    """Every checkpoint with its health figures, in one query."""
+    """Every active checkpoint with its health figures, in one query.
+
+    Archived checkpoints are left out, so no family has a sample for them (``add`` skips what
+    the labels lack): an archived query's series end instead of firing staleness alerts.
+    """
     newest_batch = Batch.objects.filter(checkpoint=OuterRef("pk"), batch_id=OuterRef("latest_batch_id"))
     last_run = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
     newest_progress = BatchProgress.objects.filter(query=OuterRef("query")).order_by("-batch_id")
@@ -26,7 +30,7 @@ def read_checkpoints() -> list[dict]:
         .order_by().values("checkpoint").annotate(n=Count("pk")).values("n")
     )
     return list(
-        Checkpoint.objects.order_by("name")
+        Checkpoint.objects.active().order_by("name")
         .annotate(
             query_uuid=F("query__query_id"),
             query_name=F("query__name"),

@@ -104,7 +104,15 @@ def _seconds(milliseconds: int | None) -> float | None:
 class CheckpointQuerySet(models.QuerySet):
     def for_status_list(self) -> CheckpointQuerySet:
         """Every checkpoint with the columns and annotations the list and the health model need."""
-        return self.with_status_facts().select_related("query").defer("sync_lease_owner", "sync_lease_until")
+        return self.active().with_status_facts().select_related("query").defer("sync_lease_owner", "sync_lease_until")
+
+    def active(self) -> CheckpointQuerySet:
+        """Checkpoints not archived: the ones synced, listed and exported to /metrics."""
+        return self.filter(archived_at__isnull=True)
+
+    def archived(self) -> CheckpointQuerySet:
+        """Archived checkpoints, most recently archived first."""
+        return self.filter(archived_at__isnull=False).order_by("-archived_at", "name")
 
     def with_status_facts(self) -> CheckpointQuerySet:
         """Annotate what the health model needs beyond the row's own columns, one subquery each.
@@ -161,13 +169,14 @@ class CheckpointQuerySet(models.QuerySet):
         )
 
     def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
-        """Lock the checkpoint for one sync; False when another live worker holds it.
+        """Lock the checkpoint for one sync; False when another live worker holds it or it is archived.
 
         A conditional UPDATE, so two workers racing for the same checkpoint cannot both win; a
-        crashed worker's lease simply expires.
+        crashed worker's lease simply expires. An archived checkpoint is never synced, whoever
+        queued the sync (a catch-up of the read API, a sync queued just before archiving).
         """
         free = Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
-        taken = self.filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        taken = self.active().filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
         return taken == 1
 
     def release_sync_lease(self, pk: int, *, owner: str) -> None:
@@ -220,6 +229,10 @@ class Checkpoint(models.Model):
         "Empty: learned from the batches (regular gaps in which batches finished early).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="Set when archived: not synced, not listed, not in /metrics; its history stays and it can be restored.",
+    )
     query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
     sync_schedule = models.OneToOneField(
         "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, editable=False, related_name="+"
@@ -279,7 +292,7 @@ class Checkpoint(models.Model):
     def sync_overdue(self) -> bool:
         """Tell whether the last sync is older than SYNC_OVERDUE_INTERVALS intervals: the figures
         shown may be stale (workers, beat or the broker down, or storage failing)."""
-        if not self.is_enabled or self.last_synced_at is None:
+        if not self.is_enabled or self.is_archived or self.last_synced_at is None:
             return False
         allowed = timedelta(seconds=self.sync_interval_seconds * SYNC_OVERDUE_INTERVALS + SYNC_OVERDUE_GRACE_SECONDS)
         return timezone.now() - self.last_synced_at > allowed
@@ -305,11 +318,15 @@ class Checkpoint(models.Model):
             recent_process_rate=self.recent_process_rate,
             **_last_heard(self.last_heard_at, self.last_heard_input_rows, self.last_idle_at),
         )
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
 
     def save(self, *args, **kwargs) -> None:
         """Save, then keep the periodic sync in celery beat's table in step with this row."""
         super().save(*args, **kwargs)
-        if kwargs.get("update_fields") is None or {"sync_interval_seconds", "is_enabled", "name"} & set(kwargs["update_fields"]):
+        scheduled = {"sync_interval_seconds", "is_enabled", "name", "archived_at"}
+        if kwargs.get("update_fields") is None or scheduled & set(kwargs["update_fields"]):
             task = schedule_sync(self)
             if self.sync_schedule_id != task.pk:
                 self.sync_schedule = task

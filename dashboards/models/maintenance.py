@@ -287,6 +287,11 @@ class AuditEntry(models.Model):
         FAILED = "failed"
         POLICY_CHANGED = "policy-changed"
         LOGIN_FAILED = "login-failed"
+        REGISTERED = "registered", "checkpoint registered"
+        EDITED = "edited", "checkpoint edited"
+        ARCHIVED = "archived", "checkpoint archived"
+        RESTORED = "restored", "checkpoint restored"
+        REMOVED = "removed", "checkpoint removed"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

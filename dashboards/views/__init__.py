@@ -1,1 +1,2 @@
-"""Views: ``pages`` (checkpoints, batches, state, charts) and ``maintenance`` (plan, confirm, run, audit)."""
+"""Views: ``pages`` (checkpoints, batches, state, charts), ``registry`` (register, edit, archive, restore, remove)
+and ``maintenance`` (plan, confirm, run, audit)."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -27,7 +27,6 @@ from ..charts import (
 )
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
-from ..forms import CheckpointForm
 from ..query_status import Thresholds, assess
 from ..state_as_of import StateAsOf
 from ..trends import duration_trends
@@ -198,30 +197,6 @@ def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> Htt
     progress = BatchProgress.objects.for_batch(checkpoint.query_id, batch_id)
     context = {"checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress}
     return render(request, "dashboards/batch_detail.html", context)
-
-
-@login_required
-@permission_required("dashboards.add_checkpoint", raise_exception=True)
-def checkpoint_create(request: HttpRequest) -> HttpResponse:
-    form = CheckpointForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        checkpoint = form.save()
-        enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
-        messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
-        return redirect(checkpoint)
-    return render(request, "dashboards/checkpoint_form.html", {"form": form})
-
-
-@login_required
-@permission_required("dashboards.change_checkpoint", raise_exception=True)
-def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    form = CheckpointForm(request.POST or None, instance=checkpoint)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        messages.success(request, f"Saved {checkpoint.name}.")
-        return redirect(checkpoint)
-    return render(request, "dashboards/checkpoint_form.html", {"form": form, "checkpoint": checkpoint})
 
 
 @login_required

@@ -92,11 +92,60 @@ def test_the_sink_log_may_be_given_as_the_log_directory_itself():
     assert by_output["metadata_logs"] == by_log["metadata_logs"]
 
 
-def test_a_sink_log_url_without_a_log_is_reported_as_an_error(tmp_path):
+def test_a_sink_log_without_batch_files_is_reported_as_an_error(tmp_path):
+    (tmp_path / "_spark_metadata").mkdir()
     summary = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", tmp_path)
     assert summary["errors"] == [
         {"path": f"{tmp_path.as_uri()}/_spark_metadata", "error": f"{tmp_path.as_uri()}/_spark_metadata: no file sink log batch files here"}
     ]
+
+
+def _bad_paths(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Each bad argument: the command's arguments and the message it must exit with."""
+    (tmp_path / "file").write_bytes(b"v1\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "notes.txt").write_bytes(b"x")
+    checkpoint = str(SINK_FIXTURE / "checkpoint")
+    missing, file, folder = (tmp_path / name for name in ("missing", "file", "folder"))
+    return {
+        "missing": ([str(missing)], f"{missing.as_uri()}: no such file or folder"),
+        "file": ([str(file)], f"{file.as_uri()}: this is a file, not a checkpoint folder"),
+        "no checkpoint": (
+            [str(folder)], f"{folder.as_uri()}: no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint"
+        ),
+        "sink output given as checkpoint": (
+            [str(SINK_FIXTURE / "output")], f"{(SINK_FIXTURE / 'output').as_uri()}: this is a file sink's output"
+        ),
+        "sink log missing": ([checkpoint, "--sink-log", str(missing)], f"{missing.as_uri()}: no such folder"),
+        "sink log a file": ([checkpoint, "--sink-log", str(file)], f"{file.as_uri()}: this is a file"),
+        "sink log absent": ([checkpoint, "--sink-log", str(folder)], f"{folder.as_uri()}: no _spark_metadata folder here"),
+    }
+
+
+BAD_PATH_CASES = (
+    "missing", "file", "no checkpoint", "sink output given as checkpoint", "sink log missing", "sink log a file", "sink log absent",
+)
+
+
+@pytest.mark.parametrize("case", BAD_PATH_CASES)
+def test_a_path_holding_no_checkpoint_exits_with_status_1_naming_it(tmp_path, case):
+    args, message = _bad_paths(tmp_path)[case]
+    result = subprocess.run(
+        [sys.executable, "manage.py", "inspect_checkpoint", *args], cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert f"CommandError: {message}" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_query_that_ran_no_batch_is_summarised_with_a_warning(tmp_path):
+    (tmp_path / "metadata").write_bytes(b'{"id":"7f2f8253-89e7-4971-8c29-64755cc9983d"}')
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    out, err = StringIO(), StringIO()
+    call_command("inspect_checkpoint", str(tmp_path), "--json", stdout=out, stderr=err)
+    assert json.loads(out.getvalue())["query_id"] == "7f2f8253-89e7-4971-8c29-64755cc9983d"
+    assert err.getvalue() == f"warning: {tmp_path.as_uri()}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them\n"
 
 
 def test_the_text_output_names_each_metadata_log():

@@ -20,14 +20,6 @@ INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsi
 PUBLIC_URL_NAMES = {"login", "logout", "health", "metrics"}
 
 
-@pytest.fixture
-def synced(copy_checkpoint) -> Checkpoint:
-    checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(INCONSISTENT)))
-    sync_checkpoint(checkpoint.pk)
-    checkpoint.refresh_from_db()
-    return checkpoint
-
-
 def test_every_page_but_login_and_health_requires_a_signed_in_user(client, synced):
     names = [n for n in all_url_names() if n.split(":")[-1] not in PUBLIC_URL_NAMES]
     assert "dashboards:checkpoint-detail" in names

@@ -11,6 +11,7 @@ from .errors import (
     CorruptFileError,
     IncompleteLogFileError,
     MissingFileError,
+    NotACheckpointError,
     PathNotAllowedError,
     StorageError,
     TruncatedFileError,
@@ -61,6 +62,14 @@ from .storage import (
     FileInfo,
     StorageCalls,
     check_allowed,
+)
+from .rootkinds import (
+    CheckpointRoot,
+    RootKind,
+    SinkOutput,
+    SinkOutputKind,
+    classify_checkpoint_root,
+    classify_sink_output,
 )
 from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
 # State stores (HDFSBackedStateStoreProvider files, schemas, UnsafeRow)
@@ -146,6 +155,7 @@ __all__ = [
     "CorruptFileError",
     "IncompleteLogFileError",
     "MissingFileError",
+    "NotACheckpointError",
     "PathNotAllowedError",
     "StorageError",
     "TruncatedFileError",
@@ -157,6 +167,13 @@ __all__ = [
     "FileInfo",
     "StorageCalls",
     "check_allowed",
+    # what a path holds, before it is read
+    "CheckpointRoot",
+    "RootKind",
+    "SinkOutput",
+    "SinkOutputKind",
+    "classify_checkpoint_root",
+    "classify_sink_output",
     # layout
     "COMMITS_DIR",
     "METADATA_FILE",

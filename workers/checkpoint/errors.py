@@ -78,6 +78,11 @@ class PathNotAllowedError(CheckpointError):
     """A URL outside the configured checkpoint roots, or with a scheme that is not allowed."""
 
 
+class NotACheckpointError(CheckpointError):
+    """A path given as a checkpoint root or a file sink's output holds nothing Spark wrote there
+    (it is missing, a file, or a folder without a checkpoint's or a sink log's entries)."""
+
+
 class UnsupportedCodecError(CheckpointError):
     """A file compressed with a codec ckptweb cannot read (snappy, lzf, a custom class).
 

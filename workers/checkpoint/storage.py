@@ -402,6 +402,36 @@ class CheckpointStorage:
         except MissingFileError:
             return None
 
+    def find_info(self, relpath: str = "") -> FileInfo | None:
+        """Return what is at ``relpath`` (the root itself by default), or None when nothing is.
+
+        On an object store a folder is a prefix with objects below it: an empty one is nothing.
+        """
+        path = self._path(relpath)
+        self.calls.info += 1
+        if self._is_local:
+            return self._local_info(path, relpath)
+        self._fs.invalidate_cache(path)
+        try:
+            entry = self._fs.info(path)
+        except FileNotFoundError:
+            return None
+        except _BACKEND_ERRORS as exc:
+            raise _storage_error(relpath or ".", "cannot look the path up", exc) from exc
+        return _file_info(entry)
+
+    def _local_info(self, path: str, relpath: str) -> FileInfo | None:
+        try:
+            status = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise _storage_error(relpath or ".", "cannot look the path up", exc) from exc
+        # As reads do, refuse what a symbolic link leads out of the allowed roots.
+        if self._real_roots is not None and not (os.path.realpath(path) + os.sep).startswith(self._real_roots):
+            raise PathNotAllowedError(relpath or self.url, "the path is a symbolic link to a place outside the allowed roots")
+        return FileInfo(posixpath.basename(path), status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode))
+
     def exists(self, relpath: str) -> bool:
         """Tell whether a file or directory exists."""
         path = self._path(relpath)

@@ -2,7 +2,9 @@
 
 Touches no database: it reads the checkpoint with the format library and prints the summary.
 Any local path or fsspec URL is accepted here (the shell user already has storage access); the
-configured roots only restrict what the web UI registers. With ``--via`` it prints the batches
+configured roots only restrict what the web UI registers. A path that holds no checkpoint (missing,
+a file, a folder without Spark's entries) or a --sink-log that holds no file sink log exits with
+status 1 and the reason; a query that has not run a batch yet is summarised with a warning. With ``--via`` it prints the batches
 as a ckptweb server has them, or as storage has them when that server is unreachable or behind
 (workers.checkpoint.client), and says which and why.
 """
@@ -18,6 +20,8 @@ from workers.checkpoint import (
     CheckpointStorage,
     CheckpointView,
     CheckpointViewClient,
+    classify_checkpoint_root,
+    classify_sink_output,
     summarize_checkpoint,
 )
 from workers.checkpoint.integrity import check_checkpoint
@@ -65,8 +69,7 @@ class Command(BaseCommand):
         if compact_interval < 1:
             raise CommandError("--compact-interval must be at least 1")
         try:
-            storage = CheckpointStorage(url)
-            sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
+            storage, sink_storage = self._open_checked(url, sink_log)
             summary = summarize_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval).as_json()
             summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
             findings = check_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval)
@@ -77,6 +80,21 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(summary))
         else:
             self.stdout.write(_text(summary))
+
+
+    def _open_checked(self, url: str, sink_log: str | None) -> tuple[CheckpointStorage, CheckpointStorage | None]:
+        """Open the checkpoint and the sink log, refusing paths that hold neither (CheckpointError)."""
+        storage = CheckpointStorage(url)
+        root = classify_checkpoint_root(storage)
+        if root.refusal is not None:
+            raise root.refusal
+        sink_storage = None if sink_log is None else CheckpointStorage(sink_log)
+        sink = None if sink_storage is None else classify_sink_output(sink_storage)
+        if sink is not None and sink.refusal is not None:
+            raise sink.refusal
+        if root.warning is not None:
+            self.stderr.write(f"warning: {root.warning}")
+        return storage, sink_storage
 
 
 def _inspect_via(url: str, server: str, token: str, *, as_json: bool) -> str:

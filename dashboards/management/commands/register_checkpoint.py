@@ -1,8 +1,16 @@
-"""`manage.py register_checkpoint NAME URL`: register (or update) a checkpoint from a script."""
+"""`manage.py register_checkpoint NAME URL`: register (or update) a checkpoint from a script.
+
+The same form as the web page validates it (a path that holds no checkpoint, or a --sink-log that
+holds no file sink log, is refused with the reason and exit status 1), and the same audit entry
+records it, under the name of the shell user.
+"""
+import getpass
+
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboards.forms import CheckpointForm
 from dashboards.models import Checkpoint
+from dashboards.registrations import save_registration
 
 
 class Command(BaseCommand):
@@ -12,7 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("url")
         parser.add_argument("--interval", type=int, default=None, help="Sync interval in seconds.")
-        parser.add_argument("--sink-log", default="", help="Output directory of the query's file sink (its _spark_metadata).")
+        parser.add_argument(
+            "--sink-log", default="", help="Output directory of the query's file sink, or its _spark_metadata directory."
+        )
         parser.add_argument("--compact-interval", type=int, default=None, help="The query's fileSink/fileSource.log.compactInterval.")
 
     def handle(
@@ -26,5 +36,7 @@ class Command(BaseCommand):
         form = CheckpointForm(data, instance=instance)
         if not form.is_valid():
             raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
-        checkpoint = form.save()
+        checkpoint = save_registration(form, actor_name=f"{getpass.getuser()} (register_checkpoint)")
+        for warning in form.warnings:
+            self.stderr.write(f"warning: {warning}")
         self.stdout.write(f"registered {checkpoint.name} -> {checkpoint.url} (id {checkpoint.pk})")

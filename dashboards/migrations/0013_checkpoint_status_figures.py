@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboards', '0011_sync_totals'),
+        ('dashboards', '0012_checkpoint_archived_at'),
     ]
 
     operations = [
