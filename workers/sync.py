@@ -45,6 +45,7 @@ from workers.checkpoint import (
     CommitMetadata,
     MissingFileError,
     OffsetSeq,
+    classify_checkpoint_root,
     find_stream_metadata,
     iter_next_entries,
     list_batch_ids,
@@ -76,6 +77,8 @@ class SyncFindings:
     problems: dict[str, CheckpointError] = field(default_factory=dict)
     is_reconcile: bool = False
     earliest_batch_id: int | None = None  # lowest offsets/N listed by a reconcile
+    # What the path holds when it is no checkpoint (the health model's "not a checkpoint"), or "".
+    root_problem: str = ""
     # Batches and commits a reconcile already stored in chunks (no longer in new_offsets/new_commits).
     stored_batches: int = 0
     stored_commits: int = 0
@@ -117,6 +120,7 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
         with _collector_skips_what_exists_now(), storage.reusing_directories():
             _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
+            findings.root_problem = _root_problem(checkpoint, storage, findings)
             inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
             _store_findings(checkpoint, run, [storage, sink], findings, inspection)
     except CheckpointError as exc:
@@ -144,6 +148,22 @@ def _collector_skips_what_exists_now() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def _root_problem(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> str:
+    """Say what the path holds when it is no checkpoint, "" when it is one.
+
+    Offsets files found tell it is one, with no call more. Otherwise the root is looked at while
+    the checkpoint has no batch, and by a reconcile that listed no offsets file (a checkpoint
+    deleted or replaced under its registration); a probe of a checkpoint with batches keeps what
+    was known.
+    """
+    if findings.new_offsets or findings.stored_batches or findings.earliest_batch_id is not None:
+        return ""
+    if checkpoint.latest_batch_id is not None and not findings.is_reconcile:
+        return checkpoint.root_problem
+    refusal = classify_checkpoint_root(storage).refusal
+    return "" if refusal is None else str(refusal)
 
 
 def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
@@ -381,8 +401,11 @@ def _refresh_health(checkpoint: Checkpoint, now: datetime, findings: SyncFinding
     checkpoint.latest_batch_at = ms_to_datetime(latest_ms)
     checkpoint.latest_committed_batch_id = batches.filter(is_committed=True).values_list("batch_id", flat=True).first()
     checkpoint.last_synced_at = now
+    checkpoint.root_problem = findings.root_problem
     checkpoint.save(
-        update_fields=["latest_batch_id", "latest_batch_at", "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at"]
+        update_fields=[
+            "latest_batch_id", "latest_batch_at", "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at", "root_problem",
+        ]
     )
 
 

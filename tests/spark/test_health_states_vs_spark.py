@@ -126,9 +126,14 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         stop_between_batches(stopped, timeout_seconds=60)
 
         slow = threading.Event()
-        behind = windowed_agg_foreach_batch_query(
-            spark, checkpoint_roots / "behind", "health_behind", rate, lambda frame, batch_id: slow.is_set() and time.sleep(SLOW_BATCH_SECONDS)
-        ).trigger(processingTime=FAST_TRIGGER).start()
+        def count_then_maybe_wait(frame, batch_id: int) -> None:
+            frame.count()  # every partition is read, so Spark commits every state store
+            if slow.is_set():
+                time.sleep(SLOW_BATCH_SECONDS)
+
+        behind = windowed_agg_foreach_batch_query(spark, checkpoint_roots / "behind", "health_behind", rate, count_then_maybe_wait).trigger(
+            processingTime=FAST_TRIGGER
+        ).start()
         running = windowed_agg_noop_query(spark, checkpoint_roots / "running", "health_running", rate).trigger(processingTime=RUNNING_TRIGGER).start()
         (checkpoint_roots / "idle" / "input").mkdir(parents=True)
         (checkpoint_roots / "idle" / "input" / "0.json").write_text('{"id": "a", "event_time": "2024-01-01T00:00:00Z", "value": 1}\n')

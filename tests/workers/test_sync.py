@@ -172,13 +172,38 @@ def test_sync_twice_changes_nothing(copy_checkpoint):
     assert (run.new_batches, run.new_commits, run.read_calls, run.list_calls) == (0, 0, 1, 0)
 
 
-def test_a_missing_checkpoint_directory_syncs_to_nothing_without_error(checkpoint_roots):
+def test_a_missing_checkpoint_directory_syncs_to_nothing_and_says_what_the_path_holds(checkpoint_roots):
     checkpoint = make_checkpoint(url=str(checkpoint_roots / "not-started-yet"))
 
     run = sync_checkpoint(checkpoint.pk)
 
     assert run.status == SyncRun.Status.OK
     assert checkpoint.batches.count() == 0
+    checkpoint.refresh_from_db()
+    assert checkpoint.root_problem.endswith("/not-started-yet: no such file or folder")
+
+
+def test_a_folder_that_becomes_a_checkpoint_is_no_longer_reported_as_none(checkpoint_roots, copy_checkpoint, settings):
+    settings.RECONCILE_INTERVAL_SECONDS = 0  # the fixture's offsets may start past 0 (Spark purged them)
+    folder = checkpoint_roots / "later"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("a folder that is no checkpoint\n")
+    checkpoint = make_checkpoint(url=str(folder))
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    assert "not a Spark checkpoint" in checkpoint.root_problem
+
+    (folder / "notes.txt").unlink()
+    folder.rmdir()
+    copy_checkpoint(_our_first_fixture(), "later")
+    sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    assert (checkpoint.root_problem, checkpoint.batches.exists()) == ("", True)
+
+
+def _our_first_fixture() -> Path:
+    return our_fixture_checkpoints()[0]
 
 
 def test_sync_of_a_deleted_checkpoint_does_nothing():
