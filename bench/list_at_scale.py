@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from bench.load import _percentile, _recreate_database, _start, _stop, cookie_header, logged_in_session
-from bench.pages_at_scale import USER, PASSWORD, _empty_cache, _environment, _wait_for
+from bench.pages_at_scale import PASSWORD, USER, _empty_cache, _environment, _wait_for, migrate_with_user
 from bench.wrk import require_wrk, run_wrk
 
 CHROMIUM = "/usr/bin/chromium"
@@ -88,19 +88,9 @@ VARIANTS = {
 
 
 def _fill(args: argparse.Namespace) -> None:
-    import os
-
-    os.environ.update(_environment(args))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-    from django.contrib.auth import get_user_model
+    migrate_with_user(args)
     from django.db import connection
 
-    get_user_model().objects.create_user(USER, password=PASSWORD)
     started = time.perf_counter()
     values = {"last_checkpoint": args.checkpoints - 1, "batches_each": args.batches_each}
     with connection.cursor() as cursor:

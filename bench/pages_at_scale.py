@@ -74,23 +74,29 @@ def _empty_cache(redis_url: str) -> None:
         redis.Redis.from_url(redis_url).flushdb()
 
 
-def _fill(args: argparse.Namespace) -> int:
-    """Migrate, create the user and the long checkpoint (in this process); return its id."""
+def migrate_with_user(args: argparse.Namespace) -> None:
+    """Set Django up in this process on the bench's database, migrate it and create the bench's user."""
     os.environ.update(_environment(args))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
-    import uuid
-
     import django
     from django.core.management import call_command
 
     django.setup()
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user(USER, password=PASSWORD)
+
+
+def _fill(args: argparse.Namespace) -> int:
+    """Migrate, create the user and the long checkpoint (in this process); return its id."""
+    import uuid
+
+    migrate_with_user(args)
     from django.db import connection
 
     from dashboards.models import Checkpoint, StreamingQuery
 
-    get_user_model().objects.create_user(USER, password=PASSWORD)
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     checkpoint = Checkpoint.objects.create(name="million", url="/nowhere/million", query=query)
     started = time.perf_counter()

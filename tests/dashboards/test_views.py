@@ -50,9 +50,9 @@ def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries
         page = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
     assert "inconsistent" in page and "never-synced" in page
     assert "d4358946-170c-49a7-823b-d8e4e9126616" in page
-    # Batch 4 of Spark's 2018 checkpoint has offsets/4 and no commits/4.
-    assert 'data-checkpoint="inconsistent" data-status="stalled"' in page
-    assert "batch 4 was planned" in page
+    # Spark's 2018 checkpoint: an integrity error from the full pass, and batch 4 has offsets/4 and no commits/4.
+    assert 'data-checkpoint="inconsistent" data-status="damaged"' in page
+    assert 'also <span title="batch 4 was planned' in page
 
 
 def test_query_page_lists_batches_newest_first_and_flags_the_uncommitted_one(viewer_client, synced):
