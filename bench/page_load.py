@@ -115,15 +115,24 @@ def _start_server(repo: Path, environment: dict[str, str], port: int, log: Path)
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "--clear", "--verbosity=0"], cwd=repo, env=environment, check=True)
     command = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     server = _start(command, environment, log, cwd=repo)
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_SECONDS
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}", SERVER_START_TIMEOUT_SECONDS, log=log)
+    except SystemExit:
+        _stop([server])
+        raise
+    return server
+
+
+def wait_until_serving(base_url: str, timeout_seconds: float, *, log: Path) -> None:
+    """Return once ``base_url`` answers /health/; exit naming ``log`` if it does not in time."""
+    deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         try:
-            requests.get(f"http://127.0.0.1:{port}/health/", timeout=5)
-            return server
+            requests.get(f"{base_url}/health/", timeout=5)
+            return
         except (requests.ConnectionError, requests.Timeout):
-            time.sleep(0.3)
-    _stop([server])
-    raise SystemExit(f"gunicorn from {repo} did not answer within {SERVER_START_TIMEOUT_SECONDS} s; see {log}")
+            time.sleep(0.5)
+    raise SystemExit(f"{base_url} did not answer within {timeout_seconds:.0f} s; see {log}")
 
 
 def _visit(page, url: str) -> dict:
