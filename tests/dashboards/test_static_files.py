@@ -76,6 +76,17 @@ def test_the_vendored_plotly_bundle_has_its_licence_beside_it():
     assert bundle.read_text()[:200].count("plotly.js (cartesian - minified) v3.1.0") == 1
 
 
+def test_the_vendored_plotly_bundle_is_of_the_release_line_the_plotly_package_writes_figures_for():
+    # plotly.py writes figure JSON for the plotly.js it ships (3.1.1 with plotly 6.3.1); a new minor
+    # or major release of plotly.py wants the partial bundle of that release vendored with it.
+    from plotly.offline import get_plotlyjs_version
+
+    header = Path(finders.find(PLOTLY_NAME)).read_text()[:200]
+    vendored = re.search(r"plotly\.js \(cartesian - minified\) v(\d+)\.(\d+)\.\d+", header).groups()
+
+    assert vendored == tuple(get_plotlyjs_version().split(".")[:2])
+
+
 @pytest.fixture(scope="module")
 def production_static_root(tmp_path_factory) -> Path:
     """STATIC_ROOT after `manage.py collectstatic` with the production settings (CKPTWEB_DEBUG=false)."""
