@@ -110,8 +110,8 @@ def _store_progress(batches: int) -> None:
         cursor.execute(PROGRESS_SQL, [batches - 1])
 
 
-def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=REPO_DIR, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+def _start(command: list[str], env: dict[str, str], log: Path, *, cwd: Path = REPO_DIR) -> subprocess.Popen:
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _stop(processes: list[subprocess.Popen]) -> None:

@@ -177,6 +177,21 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+# Production (DEBUG off) serves what `manage.py collectstatic` wrote: every file under a name with
+# its content hash, with gzip and Brotli copies, which WhiteNoise sends with a one-year immutable
+# Cache-Control. Debug mode (`make demo`, the tests) needs no collectstatic: files come straight
+# from the apps' static folders under their plain names, re-read on every request.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+# Decided here from CKPTWEB_DEBUG rather than left to WhiteNoise's default (settings.DEBUG when the
+# middleware starts), so that pytest-django turning DEBUG off does not change what is served.
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
 
 # The broker. With CKPTWEB_REDIS_URL unset, kombu's filesystem transport: messages are files in
 # CKPTWEB_BROKER_DIR, shared by the web process, celery beat and a real, separate worker process
@@ -311,7 +326,3 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }
 
-# plotly.js is served from the installed plotly package (no copy in git, always the matching version).
-import plotly as _plotly  # noqa: E402
-
-STATICFILES_DIRS = [("vendor/plotly", Path(_plotly.__file__).parent / "package_data")]

@@ -1,0 +1,71 @@
+"""A real browser shows the query page before plotly.js has arrived, and drawing the charts moves nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dashboards.models import BatchProgress
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from ui_helpers import SCREENSHOT_DIR, log_in
+from workers.checkpoint.progress import progress_from_dict
+from workers.sync import sync_checkpoint
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DEDUP = OUR_FIXTURES / "file_source_dedup"
+CHART_BOXES = """() => Object.fromEntries([...document.querySelectorAll('.chart')].map(el => [el.id, {
+    height: el.getBoundingClientRect().height,
+    placeholder: getComputedStyle(el, '::before').content,
+    rendered: el.dataset.rendered || null,
+}]))"""
+
+
+@pytest.fixture
+def dedup_checkpoint(copy_checkpoint):
+    """A Spark-written file-source query with its progress: every kind of chart has data."""
+    base = copy_checkpoint(DEDUP)
+    checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
+    sync_checkpoint(checkpoint.pk)
+    for progress in json.loads((base / "spark-report.json").read_text())["progress"]:
+        BatchProgress.objects.store(progress_from_dict(progress, source="spark-report.json"), origin="listener")
+    return checkpoint
+
+
+def test_the_query_page_is_shown_with_chart_placeholders_while_plotly_is_loading_and_nothing_moves_when_drawn(
+    browser_page, live_server, dedup_checkpoint, django_user_model
+):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    page = browser_page
+    held = []
+    page.route("**/plotly-cartesian-*.js", lambda route: held.append(route))  # answered once the page was looked at
+
+    log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    page.locator("#batch-table").wait_for()
+    page.wait_for_function("() => document.readyState !== 'loading'")
+    SCREENSHOT_DIR.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT_DIR / "charts_loading.png"), full_page=True)
+    waiting = page.evaluate(CHART_BOXES)
+    for route in held:
+        route.continue_()
+    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)", timeout=30_000)
+    drawn = page.evaluate(CHART_BOXES)
+
+    assert len(held) == 1
+    assert sorted(waiting) == sorted(drawn) and len(drawn) >= 6  # timeline, heatmap, state metrics, 2 logs, files
+    assert {chart: box["placeholder"] for chart, box in waiting.items()} == {chart: '"Loading chart…"' for chart in drawn}
+    assert {chart: box["rendered"] for chart, box in drawn.items()} == {chart: "true" for chart in drawn}
+    assert {chart: box["height"] for chart, box in drawn.items()} == {chart: box["height"] for chart, box in waiting.items()}
+
+
+def test_a_chart_says_so_when_plotly_cannot_be_loaded(browser_page, live_server, dedup_checkpoint, django_user_model):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    page = browser_page
+    page.route("**/plotly-cartesian-*.js", lambda route: route.fulfill(status=404))
+
+    log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    page.wait_for_selector("#batch-timeline[data-rendered]", timeout=30_000)
+
+    assert page.get_attribute("#batch-timeline", "data-rendered") == "error"
+    assert page.inner_text("#batch-timeline").startswith("Chart could not be loaded: plotly.js could not be loaded from /static/")
