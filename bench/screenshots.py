@@ -6,9 +6,10 @@ Usage (from the repository root; Java 17, PySpark and Debian's chromium, about t
 
 1. Empties ``--workdir`` and runs ``manage.py demo`` in it (its own SQLite database and embedded
    broker): live PySpark queries with the progress listener, a Celery worker, celery beat, gunicorn.
-2. Registers two PySpark-written fixtures beside them, so the list shows more than healthy queries:
-   ``killed_mid_batch`` (stopped, with a batch that never committed) and a copy of
-   ``windowed_agg_file_sink`` whose newest offset file is cut short (a file Spark could not read).
+2. Registers three PySpark-written fixtures beside them, so the list shows more than running
+   queries: ``killed_mid_batch`` (stalled: a batch that never committed), a copy of
+   ``windowed_agg_file_sink`` whose newest offset file is cut short (failing to sync: a file it
+   cannot read) and ``rocksdb_changelog_agg`` (stopped between two batches days ago).
 3. Waits until the worker has synced them all and each demo query has ``--batches`` committed
    batches, then logs in as the demo user in Debian's chromium and saves, for each ``--width``,
    ``checkpoint-list.png``, ``query-page.png`` (the top ``--height`` pixels of the page of
@@ -61,9 +62,11 @@ def _copy_fixtures(checkpoints: Path) -> dict[str, tuple[Path, Path | None]]:
     damaged = shutil.copytree(FIXTURES / "windowed_agg_file_sink", checkpoints / "damaged_offsets")
     newest = max((damaged / "checkpoint" / "offsets").iterdir(), key=lambda path: int(path.name) if path.name.isdigit() else -1)
     newest.write_bytes(newest.read_bytes()[:25])  # cut inside the first JSON line
+    finished = shutil.copytree(FIXTURES / "rocksdb_changelog_agg", checkpoints / "rocksdb_agg_stopped")
     return {
         "killed_mid_batch": (stopped / "checkpoint", None),
         "damaged_offsets": (damaged / "checkpoint", damaged / "output"),
+        "rocksdb_agg_stopped": (finished / "checkpoint", None),
     }
 
 
