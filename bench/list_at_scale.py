@@ -64,8 +64,8 @@ FILL_SQL = (
        SELECT id, 'probe', now(), now(), CASE WHEN id %% 97 = 0 THEN 'failed' ELSE 'ok' END, 'bench', 2, 200, 0, 0, 2, 1, 1,
               (id %% 97 = 0)::int, CASE WHEN id %% 97 = 0 THEN 'storage unreachable' ELSE '' END
        FROM dashboards_checkpoint""",
-    """INSERT INTO dashboards_finding (checkpoint_id, code, path, severity, message, first_seen_at, last_seen_at)
-       SELECT id, 'bench', 'state/0/0/1.delta', 'error', 'bench finding', now(), now()
+    """INSERT INTO dashboards_finding (checkpoint_id, code, path, severity, message, restart_impact, first_seen_at, last_seen_at)
+       SELECT id, 'bench', 'state/0/0/1.delta', 30, 'bench finding', '', now(), now()
        FROM dashboards_checkpoint WHERE id %% 10 = 9""",
     "ANALYZE",
 )

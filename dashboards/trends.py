@@ -7,6 +7,7 @@ the live query's line), and averages batchDurationMs per minute. An index range 
 """
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 from functools import reduce
 from operator import or_
 
+from django.core.cache import cache
 from django.db.models import Avg, Q
 from django.db.models.functions import TruncMinute
 
@@ -22,6 +24,7 @@ from .models import BatchProgress
 TREND_MINUTES = 60
 # A trigger of 1 s gives 3,600 batches an hour; faster queries show their newest hour's tail.
 TREND_MAX_BATCHES = 3_600
+TREND_CACHE_SECONDS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +46,19 @@ class Trend:
 def duration_trends(checkpoints: Iterable, *, now: datetime) -> dict[int, Trend]:
     """Checkpoint id -> its Trend, for the checkpoints with progress in the last TREND_MINUTES.
 
-    Checkpoints that share a query id (a copy) go to separate statements, one per copy: a page
-    normally needs one.
+    Kept in the shared cache for the rest of the minute, per page of checkpoints and their latest
+    batches: the list refreshes every 10 s, and a trend's points are whole minutes.
     """
+    checkpoints = list(checkpoints)
+    minute = now.replace(second=0, microsecond=0)
+    version = (minute.isoformat(), tuple((c.pk, c.query_id, c.latest_batch_id) for c in checkpoints))
+    digest = hashlib.blake2b(repr(version).encode(), digest_size=16).hexdigest()
+    return cache.get_or_set(f"trends:{digest}", lambda: _read_trends(checkpoints, minute=minute), TREND_CACHE_SECONDS)
+
+
+def _read_trends(checkpoints: list, *, minute: datetime) -> dict[int, Trend]:
+    """Checkpoints that share a query id (a copy) go to separate statements, one per copy: a page
+    normally needs one."""
     rounds: list[dict[int, object]] = []
     for checkpoint in checkpoints:
         if checkpoint.query_id is None or checkpoint.latest_batch_id is None:
@@ -56,7 +69,7 @@ def duration_trends(checkpoints: Iterable, *, now: datetime) -> dict[int, Trend]
         free[checkpoint.query_id] = checkpoint
     trends = {}
     for batch in rounds:
-        trends.update(_trends_of(batch, start=now - timedelta(minutes=TREND_MINUTES)))
+        trends.update(_trends_of(batch, start=minute - timedelta(minutes=TREND_MINUTES)))
     return trends
 
 

@@ -213,3 +213,23 @@ def test_a_page_makes_as_many_queries_at_200_checkpoints_as_at_60(viewer_client,
     register_checkpoints(140, prefix="r")
     with django_assert_max_num_queries(few_count):
         get_list(viewer_client, page=page)
+
+
+def test_each_row_draws_its_own_batch_duration_per_minute_over_the_last_hour(viewer_client):
+    query = StreamingQuery.objects.create(query_id=uuid.uuid4())
+    now = timezone.now()
+    live("orders", query=query, latest_batch_id=30, latest_committed_batch_id=30)
+    live("orders-copy", query=query, seconds_ago=7200, latest_batch_id=9, latest_committed_batch_id=9)
+    for batch_id, minutes_ago, duration_ms in ((5, 130, 40_000), (20, 50, 300), (25, 20, 900), (30, 1, 600)):
+        BatchProgress.objects.create(
+            query=query, batch_id=batch_id, timestamp=now - timedelta(minutes=minutes_ago), batch_duration_ms=duration_ms, origin="listener",
+        )
+
+    html = get_list(viewer_client)
+
+    orders = html[html.index('data-checkpoint="orders"'):]
+    copy = html[html.index('data-checkpoint="orders-copy"'):html.index('data-checkpoint="orders"')]
+    assert 'aria-label="batch duration per minute, last hour: 300 ms to 900 ms"' in orders
+    assert orders.count("<polyline", 0, orders.index("</tr>")) == 1
+    assert re.search(r'<polyline points="(\S+ ){2}\S+"', orders), "three minutes with batches, three points"
+    assert 'title="no progress in the last hour"' in copy, "the copy's batches ran two hours ago; the live query's are not its own"

@@ -33,7 +33,6 @@ from pipelines.queries import (
     RateSpec,
     file_events,
     noop_sink,
-    stop_between_batches,
     windowed_agg_foreach_batch_query,
     windowed_agg_noop_query,
 )
@@ -118,12 +117,17 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "1000")
     rate = RateSpec(rows_per_batch=5, start_ms=FIXTURE_START_MS, advance_ms=1000)
-    queries = []
+    queries: list = []
     try:
-        stopped = windowed_agg_noop_query(spark, checkpoint_roots / "stopped", "health_stopped", rate).trigger(processingTime="300 milliseconds").start()
+        # Stopped between two batches for sure: availableNow runs the three files there are, commits
+        # each batch, and ends by itself (stopping a running query may land inside a batch).
+        for number in range(3):
+            _write_event_file(checkpoint_roots / "stopped" / "input", number)
+        stopped = noop_sink(file_events(spark, checkpoint_roots / "stopped" / "input"), checkpoint_roots / "stopped", "health_stopped").trigger(
+            availableNow=True
+        ).start()
         queries.append(stopped)
-        _wait_for(lambda: _batches_done(stopped) >= 2, "three batches of the query to stop")
-        stop_between_batches(stopped, timeout_seconds=60)
+        stopped.awaitTermination(240)
 
         slow = threading.Event()
         def count_then_maybe_wait(frame, batch_id: int) -> None:
@@ -135,8 +139,7 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
             processingTime=FAST_TRIGGER
         ).start()
         running = windowed_agg_noop_query(spark, checkpoint_roots / "running", "health_running", rate).trigger(processingTime=RUNNING_TRIGGER).start()
-        (checkpoint_roots / "idle" / "input").mkdir(parents=True)
-        (checkpoint_roots / "idle" / "input" / "0.json").write_text('{"id": "a", "event_time": "2024-01-01T00:00:00Z", "value": 1}\n')
+        _write_event_file(checkpoint_roots / "idle" / "input", 0)
         idle = noop_sink(file_events(spark, checkpoint_roots / "idle" / "input"), checkpoint_roots / "idle", "health_idle").trigger(
             processingTime="500 milliseconds"
         ).start()
@@ -174,6 +177,11 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         expected_alert = ALERT_OF_CONDITION.get(expected)
         if expected_alert:
             assert expected_alert in shown[name]["alerts"], (name, shown[name]["alerts"])
+
+
+def _write_event_file(folder: Path, number: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{number}.json").write_text(f'{{"id": "e{number}", "event_time": "2024-01-01T00:00:0{number}Z", "value": {number}}}\n')
 
 
 def _copy_between_batches(query, source: Path, target: Path) -> Path:
