@@ -147,16 +147,21 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
 
         checkpoints = {
             name: make_checkpoint(name=name, url=str(checkpoint_roots / name / "checkpoint"), sync_interval_seconds=5)
-            for name in ("stopped", "behind", "running", "idle")
+            for name in ("stopped", "running", "idle")
         }
+        # The trigger is given, as a platform team would for a query it knows: on a loaded machine
+        # even the fast batches may not end early enough for the trigger to be learned from them
+        # (learn_trigger_interval has its own tests).
+        checkpoints["behind"] = make_checkpoint(
+            name="behind", url=str(checkpoint_roots / "behind" / "checkpoint"), sync_interval_seconds=5, expected_trigger_seconds=3,
+        )
         checkpoints["killed"] = make_checkpoint(name="killed", url=str(copy_checkpoint(OUR_FIXTURES / "killed_mid_batch" / "checkpoint", "killed")))
         (checkpoint_roots / "nothing").mkdir()
         (checkpoint_roots / "nothing" / "notes.txt").write_text("not a checkpoint\n")
         checkpoints["nothing"] = make_checkpoint(name="nothing", url=str(checkpoint_roots / "nothing"))
 
-        # The trigger is learned while the batches keep up; then they slow down past it.
-        _wait_for(lambda: _batches_done(behind) >= 9, "ten batches on time")
-        sync_checkpoint(checkpoints["behind"].pk)
+        # A few batches on time, then every batch takes longer than the trigger.
+        _wait_for(lambda: _batches_done(behind) >= 2, "three batches on time")
         slow.set()
         copied = _copy_between_batches(running, checkpoint_roots / "running" / "checkpoint", checkpoint_roots / "copy" / "checkpoint")
         checkpoints["copy"] = make_checkpoint(name="copy", url=str(copied))
@@ -172,8 +177,10 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
             if query.isActive:
                 query.stop()
 
+    figures = {c.name: (c.trigger_interval_ms, c.typical_gap_ms, c.recent_batch_duration_ms, c.recent_input_rate, c.recent_process_rate)
+               for c in Checkpoint.objects.all()}
     for name, expected in EXPECTED.items():
-        assert shown[name] == {"list": expected, "header": expected, "metrics": expected, "alerts": shown[name]["alerts"]}, name
+        assert shown[name] == {"list": expected, "header": expected, "metrics": expected, "alerts": shown[name]["alerts"]}, (name, figures[name])
         expected_alert = ALERT_OF_CONDITION.get(expected)
         if expected_alert:
             assert expected_alert in shown[name]["alerts"], (name, shown[name]["alerts"])
