@@ -6,8 +6,12 @@ STAMP := $(VENV)/.installed
 # The suite runs on the real services (CI and `make test`); the demo runs on the embedded default.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+# What the SQLite leg runs again: the tests that use the database (the marker is assigned in
+# tests/suite_layout.py) or the embedded default's other settings. The Django-free library, the
+# fuzzing and Spark ran once, in `make test`. docs/testing.md.
+SQLITE_LEG_MARKERS := (database or embedded) and not spark
 
-.PHONY: demo test test-sqlite test-fast fixtures
+.PHONY: demo test test-sqlite fixtures
 
 $(STAMP): requirements.txt requirements-spark.txt requirements-dev.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -25,10 +29,10 @@ test: $(STAMP)
 	bash .ci/services
 	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## The suite on the embedded default (SQLite, no Redis): the worker test is skipped there.
+## Again on the embedded default (SQLite, no Redis), the tests that depend on it; worker tests skip there.
 test-sqlite: $(STAMP)
 	bash .ci/system-packages
-	$(BIN)/python -m pytest -m "not spark" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "$(SQLITE_LEG_MARKERS)" $(PYTEST_ARGS)
 
 ## Regenerate tests/fixtures with real PySpark.
 fixtures: $(STAMP)

@@ -18,8 +18,10 @@ Usage (from the repository root; ~10 minutes on 2 cores the first time, PySpark 
      hash order, so runs of equal sizes are short;
    * ``snapshot``: ``fixed`` over 10 batches with snapshots after 3 deltas, maintenance every
      second and a trigger every 2 s (so maintenance runs between batches). It is measured twice:
-     at its latest version (a snapshot plus deltas) and at the newest version that every
-     partition loads from its snapshot alone;
+     at its latest version (a snapshot plus deltas) and with every partition at a version it loads
+     from its snapshot alone: the newest version common to all partitions when there is one, else
+     each partition's newest snapshot (maintenance reaches the partitions one after the other, so
+     it may write their snapshots at different versions);
    * ``variable-snapshot``: the same with ``variable``'s keys.
 2. Measures each case of CASES (a variant at a version) in this one run (best of ``--repeat``
    unless said otherwise):
@@ -58,7 +60,7 @@ from workers.checkpoint.storage import CheckpointStorage
 
 BATCHES = 6
 PARTITIONS = 8
-SNAPSHOT_WAIT_SECONDS = 60
+SNAPSHOT_WAIT_SECONDS = 180
 FIXED_KEY = "concat('user-', CAST(value AS STRING))"
 SPARK_QUERY = "SELECT count(*) AS row_count, sum(octet_length(key.key)) AS key_chars FROM statestore"
 
@@ -71,7 +73,7 @@ class Variant:
     trigger: str = "0 seconds"
     batches: int = BATCHES
     # Keep triggering (up to SNAPSHOT_WAIT_SECONDS more) until every partition has a snapshot:
-    # when maintenance gets to write one depends on timing.
+    # when maintenance gets to write one depends on timing; build_state fails if none comes.
     needs_snapshot: bool = False
 
 
@@ -118,10 +120,15 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
     while query.isActive and _committed(checkpoint) < variant.batches:
         time.sleep(0.2)
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
-    while variant.needs_snapshot and query.isActive and not _has_snapshots(checkpoint) and time.monotonic() < deadline:
+    while variant.needs_snapshot and query.isActive and _partitions_without_snapshot(checkpoint) and time.monotonic() < deadline:
         time.sleep(0.2)
     stop_between_batches(query, 5)
     spark.stop()
+    if variant.needs_snapshot and (missing := _partitions_without_snapshot(checkpoint)):
+        raise RuntimeError(
+            f"{checkpoint}: Spark's maintenance wrote no snapshot in partitions {missing} within "
+            f"{SNAPSHOT_WAIT_SECONDS} s of batches after the first {variant.batches}"
+        )
     return checkpoint
 
 
@@ -130,58 +137,87 @@ def _committed(checkpoint: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.is_dir() else 0
 
 
-def _has_snapshots(checkpoint: Path) -> bool:
-    """Whether some version has a snapshot in every partition (read while Spark writes)."""
-    partitions = list((checkpoint / "state" / "0").glob("[0-9]*"))
-    versions = [{int(f.name.split(".")[0]) for f in p.glob("[0-9]*.snapshot")} for p in partitions]
-    return len(partitions) == PARTITIONS and bool(set.intersection(*versions))
+def _partitions_without_snapshot(checkpoint: Path) -> list[int]:
+    """The partitions (of PARTITIONS) with no snapshot file yet (read while Spark writes)."""
+    state = checkpoint / "state" / "0"
+    return [p for p in range(PARTITIONS) if not any((state / str(p)).glob("[0-9]*.snapshot"))]
 
 
-def latest_version(checkpoint: Path) -> int:
+# A version to measure per partition: {partition: version}, the version Spark's statestore reader
+# loads for batch version - 1.
+Versions = dict[int, int]
+
+
+def _committed_version(checkpoint: Path) -> int:
     return max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()) + 1
 
 
-def snapshot_only_version(checkpoint: Path) -> int:
-    """The newest version that every partition loads from its snapshot alone."""
-    storage = CheckpointStorage(str(checkpoint))
-    per_store = [{f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot}
-                 for store in list_state_store_dirs(storage)]
-    return max(set.intersection(*per_store))
+def latest_versions(checkpoint: Path) -> Versions:
+    """Every partition at the version of the last committed batch."""
+    return dict.fromkeys(range(PARTITIONS), _committed_version(checkpoint))
 
 
-# label -> (variant, version to measure)
-CASES: dict[str, tuple[str, Callable[[Path], int]]] = {
-    "fixed": ("fixed", latest_version),
-    "variable": ("variable", latest_version),
-    "snapshot + deltas": ("snapshot", latest_version),
-    "snapshot only": ("snapshot", snapshot_only_version),
-    "variable snapshot + deltas": ("variable-snapshot", latest_version),
-    "variable snapshot only": ("variable-snapshot", snapshot_only_version),
+def snapshot_only_versions(checkpoint: Path) -> Versions:
+    """A version per partition that it loads from its snapshot alone (up to the last commit).
+
+    The newest version common to all partitions when there is one; else each partition's newest
+    snapshot, since maintenance may write the partitions' snapshots at different versions. Raises
+    LookupError naming the partitions that have no snapshot.
+    """
+    committed, storage = _committed_version(checkpoint), CheckpointStorage(str(checkpoint))
+    per_partition = {
+        store.partition: {f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot and f.version <= committed}
+        for store in list_state_store_dirs(storage)
+    }
+    missing = sorted(partition for partition, versions in per_partition.items() if not versions)
+    if missing:
+        raise LookupError(f"{checkpoint}: no snapshot up to version {committed} in partitions {missing}")
+    common = set.intersection(*per_partition.values())
+    if common:
+        return dict.fromkeys(per_partition, max(common))
+    return {partition: max(versions) for partition, versions in per_partition.items()}
+
+
+def partitions_by_version(versions: Versions) -> dict[int, list[int]]:
+    grouped: dict[int, list[int]] = {}
+    for partition, version in sorted(versions.items()):
+        grouped.setdefault(version, []).append(partition)
+    return grouped
+
+
+# label -> (variant, versions to measure)
+CASES: dict[str, tuple[str, Callable[[Path], Versions]]] = {
+    "fixed": ("fixed", latest_versions),
+    "variable": ("variable", latest_versions),
+    "snapshot + deltas": ("snapshot", latest_versions),
+    "snapshot only": ("snapshot", snapshot_only_versions),
+    "variable snapshot + deltas": ("variable-snapshot", latest_versions),
+    "variable snapshot only": ("variable-snapshot", snapshot_only_versions),
 }
 
 
-def chain_files(checkpoint: Path, version: int) -> list[Path]:
-    """The files Spark loads for ``version``, over all partitions."""
+def chain_files(checkpoint: Path, versions: Versions) -> list[Path]:
+    """The files Spark loads for ``versions``, over all partitions."""
     storage = CheckpointStorage(str(checkpoint))
     paths = []
     for store in list_state_store_dirs(storage):
-        chain = files_for_version(parse_hdfs_state_files(store.files)[0], version)
+        chain = files_for_version(parse_hdfs_state_files(store.files)[0], versions[store.partition])
         paths.extend(checkpoint / store.path / state_file.name for state_file in chain)
     return paths
 
 
-def measure_ours(checkpoint: Path, version: int, partitions: tuple[int, ...] | None = None) -> StateSize:
+def measure_ours(checkpoint: Path, versions: Versions, partitions: tuple[int, ...] | None = None) -> StateSize:
     storage = CheckpointStorage(str(checkpoint))
     total = StateSize(0, 0, 0)
     for store in list_state_store_dirs(storage):
         if partitions is None or store.partition in partitions:
-            total = total + read_state_size(storage, store, version, codec="lz4")
+            total = total + read_state_size(storage, store, versions[store.partition], codec="lz4")
     return total
 
 
-def measure_ours_in_pool(pool: ProcessPoolExecutor, checkpoint: Path, version: int) -> StateSize:
+def measure_ours_in_pool(pool: ProcessPoolExecutor, checkpoint: Path, versions: Versions) -> StateSize:
     halves = [tuple(range(PARTITIONS))[i::2] for i in range(2)]
-    sizes = pool.map(measure_ours, [checkpoint] * 2, [version] * 2, halves)
+    sizes = pool.map(measure_ours, [checkpoint] * 2, [versions] * 2, halves)
     return sum(sizes, StateSize(0, 0, 0))
 
 
@@ -206,11 +242,17 @@ def measure_raw_lz4(paths: list[Path]) -> int:
     return produced
 
 
-def spark_count(spark, checkpoint: Path, version: int) -> tuple[int, int]:
-    frame = spark.read.format("statestore").option("batchId", version - 1).load(str(checkpoint))
-    frame.createOrReplaceTempView("statestore")
-    row = spark.sql(SPARK_QUERY).collect()[0]
-    return row["row_count"], row["key_chars"]
+def spark_count(spark, checkpoint: Path, versions: Versions) -> tuple[int, int]:
+    """Spark's rows and key characters, each partition at its version: one read per version."""
+    rows = key_chars = 0
+    for version, partitions in partitions_by_version(versions).items():
+        frame = spark.read.format("statestore").option("batchId", version - 1).load(str(checkpoint))
+        if len(partitions) < len(versions):
+            frame = frame.where(frame.partition_id.isin(partitions))
+        frame.createOrReplaceTempView("statestore")
+        row = spark.sql(SPARK_QUERY).collect()[0]
+        rows, key_chars = rows + row["row_count"], key_chars + (row["key_chars"] or 0)
+    return rows, key_chars
 
 
 def best_of(repeat: int, action: Callable):
@@ -227,20 +269,20 @@ def _run_python(code: str) -> list[str]:
     return completed.stdout.strip().splitlines()
 
 
-def spark_fresh_seconds(checkpoint: Path, version: int) -> float:
+def spark_fresh_seconds(checkpoint: Path, versions: Versions) -> float:
     code = (
         "import time; t = time.perf_counter()\n"
         "from pipelines.queries import build_session\n"
         "from bench.state_rows import spark_count\n"
         "from pathlib import Path\n"
         f"spark = build_session('bench-fresh', master='local[2]', conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
-        f"print(spark_count(spark, Path({str(checkpoint)!r}), {version}))\n"
+        f"print(spark_count(spark, Path({str(checkpoint)!r}), {versions!r}))\n"
         "spark.stop(); print(time.perf_counter() - t)\n"
     )
     return float(_run_python(code)[-1])
 
 
-def ours_peak_memory_mib(checkpoint: Path, version: int) -> tuple[float, float]:
+def ours_peak_memory_mib(checkpoint: Path, versions: Versions) -> tuple[float, float]:
     """Run ours once in a fresh process; return its RSS just before and its peak RSS, in MiB.
 
     (tracemalloc is no use here: CheckpointStorage's bounded read asks the file for up to
@@ -251,40 +293,41 @@ def ours_peak_memory_mib(checkpoint: Path, version: int) -> tuple[float, float]:
         "from pathlib import Path\n"
         "from bench.state_rows import measure_ours\n"
         "print(int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20)\n"
-        f"measure_ours(Path({str(checkpoint)!r}), {version})\n"
+        f"measure_ours(Path({str(checkpoint)!r}), {versions!r})\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     before, peak = _run_python(code)[-2:]
     return float(before), float(peak)
 
 
-def describe_state(paths: list[Path], version: int) -> str:
+def describe_state(paths: list[Path], versions: Versions) -> str:
     kinds = sorted((p.name for p in paths if p.parent.name == "0"), key=lambda name: int(name.split(".")[0]))
     size = sum(p.stat().st_size for p in paths)
-    return f"version {version}: partition 0 loads {kinds}; {len(paths)} files, {size / 1e6:.1f} MB compressed"
+    grouped = "; ".join(f"version {version}: partitions {partitions}" for version, partitions in partitions_by_version(versions).items())
+    return f"{grouped}; partition 0 loads {kinds}; {len(paths)} files, {size / 1e6:.1f} MB compressed"
 
 
 @dataclass
 class Figures:
     checkpoint: Path
-    version: int
+    versions: Versions
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     ours: StateSize | None = None
     rows_equal: bool = False
 
 
-def measure_case(checkpoint: Path, version: int, repeat: int) -> Figures:
+def measure_case(checkpoint: Path, versions: Versions, repeat: int) -> Figures:
     """The single-process measurements of one case."""
-    figures, paths = Figures(checkpoint, version), chain_files(checkpoint, version)
-    figures.notes.append(describe_state(paths, version))
-    figures.seconds["ours"], figures.ours = best_of(repeat, lambda: measure_ours(checkpoint, version))
+    figures, paths = Figures(checkpoint, versions), chain_files(checkpoint, versions)
+    figures.notes.append(describe_state(paths, versions))
+    figures.seconds["ours"], figures.ours = best_of(repeat, lambda: measure_ours(checkpoint, versions))
     figures.seconds["decompression only"], raw_bytes = best_of(repeat, lambda: measure_decompression(paths))
     figures.seconds["raw lz4"], _ = best_of(repeat, lambda: measure_raw_lz4(paths))
-    before, peak = ours_peak_memory_mib(checkpoint, version)
+    before, peak = ours_peak_memory_mib(checkpoint, versions)
     figures.notes.append(f"ours: {figures.ours}; {raw_bytes / 1e6:.0f} MB decompressed")
     figures.notes.append(f"a fresh process running ours once: RSS {before:.0f} MiB before, peak {peak:.0f} MiB")
-    figures.seconds["spark fresh process"] = spark_fresh_seconds(checkpoint, version)
+    figures.seconds["spark fresh process"] = spark_fresh_seconds(checkpoint, versions)
     figures.rows_equal = True
     return figures
 
@@ -294,9 +337,9 @@ def add_pooled(cases: dict[str, Figures], repeat: int) -> None:
     with ProcessPoolExecutor(2, mp_context=get_context("spawn"), initializer=_import_library) as pool:
         list(pool.map(time.sleep, [1, 1]))  # both workers up and initialised
         for figures in cases.values():
-            checkpoint, version = figures.checkpoint, figures.version
+            checkpoint, versions = figures.checkpoint, figures.versions
             figures.seconds["ours, 2 processes"], pooled = best_of(
-                repeat, lambda: measure_ours_in_pool(pool, checkpoint, version)
+                repeat, lambda: measure_ours_in_pool(pool, checkpoint, versions)
             )
             figures.rows_equal = figures.rows_equal and pooled == figures.ours
 
@@ -310,9 +353,9 @@ def add_spark_warm(cases: dict[str, Figures], repeat: int) -> None:
 
     spark = build_session("bench-warm", master="local[2]", conf={"spark.sql.shuffle.partitions": str(PARTITIONS)})
     for figures in cases.values():
-        checkpoint, version = figures.checkpoint, figures.version
-        spark_count(spark, checkpoint, version)  # warm-up: JIT, class loading, file system caches
-        figures.seconds["spark warm"], (rows, key_chars) = best_of(repeat, lambda: spark_count(spark, checkpoint, version))
+        checkpoint, versions = figures.checkpoint, figures.versions
+        spark_count(spark, checkpoint, versions)  # warm-up: JIT, class loading, file system caches
+        figures.seconds["spark warm"], (rows, key_chars) = best_of(repeat, lambda: spark_count(spark, checkpoint, versions))
         figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
         figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")
     spark.stop()
@@ -349,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before measuring: {os.getloadavg()}")
     cases = {}
     for label in labels:
-        variant, choose_version = CASES[label]
+        variant, choose_versions = CASES[label]
         checkpoint = checkpoints[variant]
-        cases[label] = measure_case(checkpoint, choose_version(checkpoint), args.repeat)
+        cases[label] = measure_case(checkpoint, choose_versions(checkpoint), args.repeat)
     add_pooled(cases, args.repeat)
     add_spark_warm(cases, args.repeat)
     for label, figures in cases.items():

@@ -8,6 +8,28 @@ from pathlib import Path
 import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES  # noqa: F401  (re-exported for tests)
+from redis_keys import CACHE_KEY_PREFIX, delete_keys_of_this_run
+from suite_layout import assign_markers
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        assign_markers(item)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_keys_of_this_run():
+    """On Redis, cache under this run's own prefix, and delete what the run wrote when it ends."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    if not settings.REDIS_URL:
+        yield
+        return
+    with override_settings(CACHES={"default": {**settings.CACHES["default"], "KEY_PREFIX": CACHE_KEY_PREFIX}}):
+        yield
+    delete_keys_of_this_run(settings.REDIS_URL)
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from django.conf import settings
 from kombu.exceptions import OperationalError
 
 from fixture_paths import REPO_DIR
+from redis_keys import queue_of_this_run
 
 WORKER_TIMEOUT_SECONDS = 60
 
@@ -40,7 +41,7 @@ def celery_worker(
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start `celery worker` on a queue of its own (or ``queue``, to share one), pointed at the
     test database; yield (queue, process)."""
-    queue = queue or f"ckptweb-test-{uuid.uuid4().hex[:8]}"
+    queue = queue or queue_of_this_run()
     database = settings.DATABASES["default"]
     worker_env = {
         **os.environ,
@@ -53,13 +54,35 @@ def celery_worker(
         sys.executable, "-m", "celery", "-A", "ckptweb", "worker", "-Q", queue, f"--pool={pool}",
         "--concurrency=1", "--loglevel=INFO", "--without-mingle", "--without-gossip", f"--hostname={name}@%h",
     ]
-    process = subprocess.Popen(command, cwd=REPO_DIR, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # A session of its own, so that the worker and its pool's children can be killed as a group.
+    process = subprocess.Popen(
+        command, cwd=REPO_DIR, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
     try:
         yield queue, process
     finally:
-        process.terminate()
-        output = process.communicate(timeout=30)[0].decode(errors="replace")
-        print(output)  # shown by pytest when the test fails
+        print(stop_worker(process))  # shown by pytest when the test fails
+
+
+def stop_worker(process: subprocess.Popen) -> str:
+    """Stop a worker as its supervisor would (a warm shutdown), killing it and its pool's children if
+    it has not ended within WORKER_TIMEOUT_SECONDS; return its output.
+
+    A worker left running keeps its connection to the test database, which then cannot be dropped.
+    """
+    process.terminate()
+    try:
+        output = process.communicate(timeout=WORKER_TIMEOUT_SECONDS)[0]
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        output = process.communicate()[0] + f"\n[killed: no warm shutdown within {WORKER_TIMEOUT_SECONDS} s]".encode()
+    _kill_group(process.pid)  # pool children left by a worker that was SIGKILLed during the test
+    return output.decode(errors="replace")
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def wait_for(predicate, what: str, *, timeout: float = WORKER_TIMEOUT_SECONDS):

@@ -70,9 +70,11 @@ def regenerated(tmp_path_factory) -> tuple[Path, dict[str, LiveTail]]:
                 _poll_all(out_dir, tails)
                 time.sleep(TAIL_INTERVAL_SECONDS)
         finally:
-            if generator.poll() is None:
+            timed_out = generator.poll() is None
+            if timed_out:
                 generator.kill()
         stderr = generator.stderr.read()
+    assert not timed_out, f"the event log generator ran past {GENERATOR_TIMEOUT_SECONDS} s and was killed:\n{stderr[-4000:]}"
     assert generator.returncode == 0, stderr[-4000:]
     _poll_all(out_dir, tails)  # what was written after the last poll
     return out_dir, tails

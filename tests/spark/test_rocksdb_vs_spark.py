@@ -89,7 +89,8 @@ def run_a_few_batches(spark, base: Path, query_builder, conf: dict[str, str]) ->
         try:
             deadline = time.monotonic() + 180
             while (query.lastProgress or {}).get("batchId", -1) < FRESH_BATCHES - 1:
-                assert query.exception() is None and time.monotonic() < deadline
+                assert query.exception() is None, query.exception()
+                assert time.monotonic() < deadline, f"timed out after 180 s waiting for batch {FRESH_BATCHES - 1} of {base.name}"
                 time.sleep(0.05)
         finally:
             stop_between_batches(query, timeout_seconds=30)

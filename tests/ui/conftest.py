@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# How long any wait of a UI test may last (a selector, an expect, a navigation) before it fails
+# naming what it waited for; Playwright's own defaults (30 s, 5 s for expect) are too short on a
+# shared 2-core machine running other suites.
+UI_WAIT_MS = 90_000
 # Playwright's sync API runs an event loop in this thread; the ORM calls below stay synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -16,7 +20,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def browser_page():
     if not Path(CHROMIUM).exists():
         pytest.fail("chromium is not installed: the README's test command installs Debian's chromium package")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -24,6 +28,8 @@ def browser_page():
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.set_default_timeout(UI_WAIT_MS)
+        expect.set_options(timeout=UI_WAIT_MS)
         yield page
         browser.close()
 

@@ -49,7 +49,7 @@ def test_the_query_page_is_shown_with_chart_placeholders_while_plotly_is_loading
     waiting = page.evaluate(CHART_BOXES)
     for route in held:
         route.continue_()
-    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)", timeout=30_000)
+    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)")
     drawn = page.evaluate(CHART_BOXES)
 
     assert len(held) == 1
@@ -65,7 +65,7 @@ def test_a_chart_says_so_when_plotly_cannot_be_loaded(browser_page, live_server,
     page.route("**/plotly-cartesian-*.js", lambda route: route.fulfill(status=404))
 
     log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
-    page.wait_for_selector("#batch-timeline[data-rendered]", timeout=30_000)
+    page.wait_for_selector("#batch-timeline[data-rendered]")
 
     assert page.get_attribute("#batch-timeline", "data-rendered") == "error"
     assert page.inner_text("#batch-timeline").startswith("Chart could not be loaded: plotly.js could not be loaded from /static/")

@@ -29,7 +29,7 @@ def test_query_page_renders_every_panel_of_a_file_source_query(browser_page, liv
 
     log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
     for chart in (*CHARTS, "#compaction .chart"):
-        page.wait_for_selector(f"{chart}[data-rendered]", timeout=30_000)
+        page.wait_for_selector(f"{chart}[data-rendered]")
 
     for chart in CHARTS:
         assert page.get_attribute(chart, "data-rendered") == "true", chart
@@ -53,7 +53,7 @@ def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, c
     page.click("#state summary")
     page.click("#state-partitions a >> nth=0")
     page.click("text=Decode sample rows")
-    page.wait_for_selector("#sample-rows", timeout=30_000)
+    page.wait_for_selector("#sample-rows")
 
     rows = page.locator("#sample-rows tbody tr")
     assert rows.count() > 0

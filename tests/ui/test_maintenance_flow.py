@@ -63,7 +63,7 @@ def test_on_call_plans_confirms_and_follows_a_purge(browser_page, live_server, o
     page.fill("#id_checkpoint_name", "orders")
     page.click("text=Confirm and run")
 
-    page.wait_for_selector("#run-status[data-status=succeeded]", timeout=30_000)
+    page.wait_for_selector("#run-status[data-status=succeeded]")
     assert page.get_attribute("#run-progress", "value") == "100"
     assert "freed" in page.inner_text("#run-result")
     assert sorted(int(p.name) for p in (directory / "offsets").iterdir() if p.name.isdigit()) == list(range(BATCHES - 3, BATCHES))

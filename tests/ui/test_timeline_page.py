@@ -22,7 +22,7 @@ def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(browser_page, live
     page.fill("#id_password", "a-long-password")
     page.click("button[type=submit]")
     page.click("text=inconsistent")
-    page.wait_for_selector("#batch-timeline[data-rendered]", timeout=30_000)
+    page.wait_for_selector("#batch-timeline[data-rendered]")
 
     assert page.get_attribute("#batch-timeline", "data-rendered") == "true"
     assert page.locator("#batch-timeline .main-svg").count() > 0
@@ -49,8 +49,8 @@ def test_the_open_query_page_shows_a_batch_the_worker_synced_later(browser_page,
     sync_checkpoint(checkpoint.pk)
 
     # No reload: the batch table panel polls every 10 seconds.
-    page.locator("#batch-table a", has_text="5").wait_for(timeout=30_000)
+    page.locator("#batch-table a", has_text="5").wait_for()
     from playwright.sync_api import expect
 
     latest = page.locator("#health dl.figures > div", has=page.locator("dt", has_text="Latest batch")).locator("dd")
-    expect(latest).to_have_text("5", timeout=30_000)
+    expect(latest).to_have_text("5")

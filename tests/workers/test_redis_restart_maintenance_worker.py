@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from django.urls import reverse
 from dashboards.models import MaintenanceRun
 from factories import long_stateless_history, make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from redis_keys import queue_of_this_run
 from worker_process import (
     Periodically, celery_app_sending_to, celery_worker, send_as_beat, wait_for,
 )
@@ -63,7 +63,7 @@ def long_history(copy_checkpoint) -> Path:
 @contextlib.contextmanager
 def _worker_on(redis, checkpoint_roots: Path, settings, *, pool: str, lease_seconds: int):
     """A worker consuming one private queue for every kind of task; the pages send to it too."""
-    queue = f"ckptweb-test-{uuid.uuid4().hex[:8]}"
+    queue = queue_of_this_run()
     settings.TASK_QUEUES = {**settings.TASK_QUEUES, "maintenance": queue}
     env = {
         "CKPTWEB_QUEUE_MAINTENANCE": queue,  # where the resume task sends the runs it hands over

@@ -5,12 +5,12 @@ Redis and PostgreSQL, as the README's test command runs them; skipped on the SQL
 from __future__ import annotations
 
 import contextlib
-import uuid
 
 import pytest
 
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
+from redis_keys import queue_of_this_run
 from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
 from worker_process import celery_worker, redis_url_or_skip, wait_for
 from workers import tasks
@@ -34,7 +34,7 @@ def test_a_thousand_partitions_are_counted_by_two_workers_and_joined(copy_checkp
     directory = copy_checkpoint(WINDOWED_AGG, "wide")
     sources = write_state_partitions(directory, PARTITIONS)
     checkpoint = make_checkpoint(name="wide", url=str(directory))
-    state_queue = f"ckptweb-test-state-{uuid.uuid4().hex[:8]}"
+    state_queue = queue_of_this_run("state-")
     env = {
         "CKPTWEB_STATE_FANOUT_PARTITIONS": "64",
         "CKPTWEB_STATE_FANOUT_CHUNK_PARTITIONS": str(CHUNK),

@@ -5,7 +5,8 @@ damaged by a few mutations (bit flips, inserted and deleted bytes, truncation, s
 another real file, and 32-bit lengths overwritten with negative or huge values).
 Property: the parser returns normally or raises a CheckpointError whose message starts with
 the source name; any other exception is a crash and fails the test with Hypothesis's minimal
-input. Cases per test: CKPTWEB_FUZZ_EXAMPLES (default 10,000), derandomized so CI is stable.
+input. Cases per test: CKPTWEB_FUZZ_EXAMPLES (default 5,000), derandomized so CI is stable; the
+fuzzing runs once, in the PostgreSQL leg with the rest of the library (docs/testing.md).
 
 Bounded time and memory per file is checked in test_bad_input_corpus.py (forked children under
 RLIMIT_AS and an alarm); here every call runs in-process for speed.
@@ -250,6 +251,7 @@ def _returns_or_raises_a_checkpoint_error(target: FuzzTarget, data: bytes) -> No
         event("read fine")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.name)
 @FUZZ_SETTINGS
 @given(data=st.data())
@@ -257,6 +259,7 @@ def test_random_bytes_parse_or_raise_a_checkpoint_error(target, data):
     _returns_or_raises_a_checkpoint_error(target, data.draw(target.random_bytes, label="input"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.name)
 @FUZZ_SETTINGS
 @given(data=st.data())

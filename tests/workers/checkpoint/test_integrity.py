@@ -356,6 +356,8 @@ RESTART_CASES = [
     "a state partition deleted",
     "spark 4 temporary file in offsets",
 ]
+# A restarted query either fails at once or commits its next batch; both take well under a minute alone.
+RESTART_TIMEOUT_SECONDS = 180
 
 
 @pytest.fixture(scope="module")
@@ -381,9 +383,14 @@ def _restart(spark, base: Path, batches_after: int = 1) -> str | None:
         query = windowed_agg_file_sink_query(spark, base, RATE).trigger(processingTime="0 seconds").start()
     except Exception as exc:  # noqa: BLE001 - any failure to start is the observation
         return str(exc)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + RESTART_TIMEOUT_SECONDS
     try:
-        while query.isActive and (query.lastProgress or {}).get("batchId", -1) < target and time.monotonic() < deadline:
+        while query.isActive and (query.lastProgress or {}).get("batchId", -1) < target:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {RESTART_TIMEOUT_SECONDS} s waiting for the restarted query to fail or "
+                    f"commit batch {target}; last progress {query.lastProgress}"
+                )
             time.sleep(0.05)
         return None if query.exception() is None else str(query.exception())
     finally:
