@@ -1,6 +1,7 @@
 """Shared test fixtures: where the real checkpoints are, copies to damage, and the cast of users."""
 from __future__ import annotations
 
+import logging
 import shutil
 import stat
 from pathlib import Path
@@ -10,6 +11,10 @@ import pytest
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES  # noqa: F401  (re-exported for tests)
 from redis_keys import CACHE_KEY_PREFIX, delete_keys_of_this_run
 from suite_layout import assign_markers
+
+# py4j logs at INFO from __del__ while the interpreter shuts down, after pytest closed the stream
+# (any test that starts PySpark: tests/spark/, the listener's, the library's restart checks).
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers added here

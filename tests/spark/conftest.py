@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
-
-# py4j logs at INFO from __del__ while the interpreter shuts down, after pytest closed the stream.
-logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
