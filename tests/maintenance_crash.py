@@ -22,7 +22,7 @@ def count_steps(apply, storage_url: str, plan) -> int:
     return len(calls)
 
 
-def apply_killed_at(apply, storage_url: str, plan, kill_at: int) -> int | None:
+def apply_killed_at(apply, storage_url: str, plan, kill_at: int) -> int:
     """Apply ``plan`` in a forked child that SIGKILLs itself at hook call ``kill_at``; its exit code."""
 
     def child() -> None:
@@ -37,4 +37,8 @@ def apply_killed_at(apply, storage_url: str, plan, kill_at: int) -> int | None:
     process = multiprocessing.get_context("fork").Process(target=child)
     process.start()
     process.join(CHILD_TIMEOUT_SECONDS)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
+        raise AssertionError(f"the child applying the plan neither ended nor reached step {kill_at} within {CHILD_TIMEOUT_SECONDS} s")
     return process.exitcode

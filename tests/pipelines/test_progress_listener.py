@@ -89,6 +89,11 @@ def ingest():
         server._server.server_close()
 
 
+def assert_closed(sender) -> None:
+    """Close a sender or listener; fail if its queue is not sent or spooled within WAIT_SECONDS."""
+    assert sender.close(timeout_seconds=WAIT_SECONDS), f"the sender did not send or spool its queue within {WAIT_SECONDS} s"
+
+
 def wait_until(condition, what: str, timeout: float = WAIT_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -115,7 +120,7 @@ def test_progress_reaches_the_endpoint_as_the_request_contract_says(ingest, tmp_
     sender = make_sender(ingest.url, tmp_path / "spool")
     for progress in RECORDED:
         sender.submit(progress)
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert ingest.received == [json.loads(progress) for progress in RECORDED]
     assert sender.stats.sent == len(RECORDED) and spooled_files(tmp_path / "spool") == []
 
@@ -123,7 +128,7 @@ def test_progress_reaches_the_endpoint_as_the_request_contract_says(ingest, tmp_
 def test_a_wrong_token_is_rejected_once_and_not_spooled(ingest, tmp_path):
     sender = make_sender(ingest.url, tmp_path / "spool", token="wrong")
     sender.submit(RECORDED[0])
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert (ingest.requests, ingest.received, sender.stats.rejected) == (1, [], 1)
     assert spooled_files(tmp_path / "spool") == []
 
@@ -136,7 +141,7 @@ def test_server_errors_are_retried_then_spooled_then_sent_when_answered(ingest, 
     assert ingest.requests >= 3 and len(spooled_files(tmp_path / "spool")) == 1
     ingest.status = 200
     wait_until(lambda: ingest.received, "the spooled event is sent")
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert ingest.received == [json.loads(RECORDED[0])]
     assert spooled_files(tmp_path / "spool") == []
 
@@ -150,7 +155,7 @@ def test_while_ckptweb_is_down_events_are_spooled_and_later_sent_oldest_first(in
     assert len(spooled_files(tmp_path / "spool")) == len(RECORDED)
     ingest.start()
     wait_until(lambda: len(ingest.received) == len(RECORDED), "the spool is sent")
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert ingest.received == [json.loads(progress) for progress in RECORDED]
     assert spooled_files(tmp_path / "spool") == []
 
@@ -161,7 +166,7 @@ def test_events_spooled_by_an_earlier_run_are_sent_before_new_ones(ingest, tmp_p
         earlier.put(b'{"progress":' + progress.encode() + b"}")
     sender = make_sender(ingest.url, tmp_path / "spool")
     sender.submit(RECORDED[2])
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert ingest.received == [json.loads(progress) for progress in RECORDED[:3]]
 
 
@@ -170,7 +175,7 @@ def test_close_spools_what_an_unreachable_ckptweb_cannot_take(ingest, tmp_path):
     sender = make_sender(ingest.url, tmp_path / "spool")
     for progress in RECORDED:
         sender.submit(progress)
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert len(spooled_files(tmp_path / "spool")) == len(RECORDED)
 
 
@@ -196,7 +201,7 @@ def test_a_full_queue_drops_and_counts_instead_of_blocking(tmp_path):
             sender.submit(progress)
         assert sender.stats.queue_dropped == len(RECORDED) - 2
         release.set()
-        assert sender.close(timeout_seconds=10)
+        assert_closed(sender)
     finally:
         release.set()
         server.shutdown()
@@ -242,7 +247,7 @@ def test_a_spooled_file_deleted_by_someone_else_is_skipped(ingest, tmp_path):
     wait_until(lambda: len(sender.spool) == 1, "the sender forgets the deleted file")
     ingest.start()
     wait_until(lambda: ingest.received, "the remaining event is sent")
-    assert sender.close(timeout_seconds=10)
+    assert_closed(sender)
     assert ingest.received == [json.loads(RECORDED[1])] and sender.stats.sender_errors == 0
 
 
@@ -260,7 +265,7 @@ def test_the_listener_never_raises_into_spark(tmp_path):
     listener = CkptwebProgressListener("http://127.0.0.1:9", TOKEN, spool_dir=tmp_path)
     listener.onQueryProgress(_Event(progress=None))  # no .json: the callback must swallow it
     assert listener.stats()["callback_errors"] == 1
-    assert listener.close(timeout_seconds=5)
+    assert_closed(listener)
 
 
 @pytest.fixture(scope="module")
@@ -318,7 +323,7 @@ def test_a_real_query_delivers_every_batch_once_across_a_ckptweb_outage(spark_se
         if query.isActive:
             stop_between_batches(query, timeout_seconds=60)
         spark_session.streams.removeListener(listener)
-    assert listener.close(timeout_seconds=30)
+    assert_closed(listener)
     assert sorted(p["batchId"] for p in ingest.received) == [p["batchId"] for p in reported]
     assert sorted(ingest.received, key=lambda p: p["batchId"]) == reported
     stats = listener.stats()

@@ -127,7 +127,7 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
             availableNow=True
         ).start()
         queries.append(stopped)
-        stopped.awaitTermination(240)
+        assert stopped.awaitTermination(240), "the availableNow query did not end within 240 s"
 
         slow = threading.Event()
         def count_then_maybe_wait(frame, batch_id: int) -> None:

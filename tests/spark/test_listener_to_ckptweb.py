@@ -58,7 +58,7 @@ def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(
     progress_of_query = BatchProgress.objects.filter(query__query_id=str(query.id))
     _wait_for(lambda: progress_of_query.count() == len(reported), "every batch's progress in ckptweb", timeout=60)
     spark.streams.removeListener(listener)
-    assert listener.close(timeout_seconds=30)
+    assert listener.close(timeout_seconds=60), "the listener did not send or spool its queue within 60 s"
 
     rows = list(BatchProgress.objects.filter(query__query_id=str(query.id)).order_by("batch_id"))
     assert [row.batch_id for row in rows] == [p["batchId"] for p in reported]
