@@ -32,5 +32,11 @@ def browser_page():
         expect.set_options(timeout=UI_WAIT_MS)
         yield page
         browser.close()
+        # Inside sync_playwright() the context variables differ, so the test's ORM calls get
+        # connections of their own, which pytest-django's teardown (outside) never sees: left
+        # open, they keep PostgreSQL from dropping the test database at the end of the run.
+        from django.db import connections
+
+        connections.close_all()
 
 
