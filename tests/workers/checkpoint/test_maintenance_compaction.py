@@ -26,8 +26,14 @@ from workers.checkpoint.maintenance.compaction import apply_compaction, expiry_p
 
 # The fixture generator's spark.sql.streaming.file{Sink,Source}.log.compactInterval.
 FIXTURE_INTERVAL = 3
-LATER = time.time() + 3600  # an hour after the copies were made: the query is stopped
 HOUR_AGO = time.time() - 3600
+
+
+def later() -> float:
+    """An hour after now, so after the copies a test just made: the query is stopped. Read when the
+    test runs, not at import: a long run reaches a test more than an hour after collecting it."""
+    return time.time() + 3600
+
 
 REBUILDS = [
     pytest.param("windowed_agg_file_sink", "output", None, 11, id="windowed-agg-sink-11"),
@@ -76,7 +82,7 @@ def plan_on(query: Path, root: str, log_dir: str | None, **options):
     log_storage = CheckpointStorage(str(query / root))
     checkpoint = CheckpointStorage(str(query / "checkpoint"))
     options.setdefault("compact_interval", FIXTURE_INTERVAL)
-    options.setdefault("now", LATER)
+    options.setdefault("now", later())
     return log_storage, plan_compaction(log_storage, log_dir, checkpoint_storage=checkpoint, **options)
 
 
@@ -157,7 +163,7 @@ def test_the_sink_retention_drops_entries_older_than_it_as_spark_s_should_retain
     spark_bytes, _ = keep_own_entries_as_plain_file(log, 11)
     lines = entry_lines(spark_bytes)
     times = sorted(json.loads(line)["modificationTime"] for line in lines)
-    now_ms = int(LATER * 1000)
+    now_ms = int(later() * 1000)
     retention_ms = now_ms - times[len(times) // 2]  # keeps the newer half (ties included)
     expected = [line for line in lines if now_ms - json.loads(line)["modificationTime"] <= retention_ms]
     assert 0 < len(expected) < len(lines)
@@ -171,7 +177,7 @@ def test_the_sink_log_is_found_below_the_output_directory_or_at_its_root(tmp_pat
     query = copy_query("windowed_agg_file_sink", tmp_path)
     checkpoint = CheckpointStorage(str(query / "checkpoint"))
     for root, expected_dir in ((query / "output", "_spark_metadata"), (query / "output/_spark_metadata", "")):
-        plan = plan_compaction(CheckpointStorage(str(root)), "", checkpoint_storage=checkpoint, compact_interval=3, now=LATER)
+        plan = plan_compaction(CheckpointStorage(str(root)), "", checkpoint_storage=checkpoint, compact_interval=3, now=later())
         assert (plan.parameters["log_dir"], plan.parameters["kind"]) == (expected_dir, "sink")
 
 
@@ -256,7 +262,7 @@ def test_expiry_of_a_source_log_keeps_the_batches_the_next_run_reads(tmp_path):
     for path in (query / "checkpoint/sources/0").iterdir():
         os.utime(path, (HOUR_AGO, HOUR_AGO))
     storage = CheckpointStorage(str(query / "checkpoint"))
-    plan = plan_compaction(storage, "sources/0", checkpoint_storage=storage, compact_interval=3, min_batches_to_retain=1, now=LATER)
+    plan = plan_compaction(storage, "sources/0", checkpoint_storage=storage, compact_interval=3, min_batches_to_retain=1, now=later())
     # Latest 7, keep 1: everything before compaction 5 would go, but the next run reads 4 (after logOffset 3).
     failed = {p.name: p.detail for p in plan.failed_preconditions()}
     assert set(failed) == {"retention"}
