@@ -102,6 +102,7 @@ def production_static_root(tmp_path_factory) -> Path:
     return data_dir / "static"
 
 
+@pytest.mark.slow  # collectstatic with Brotli, once per module
 def test_collectstatic_in_production_writes_hashed_names_with_gzip_and_brotli_copies(production_static_root):
     import json
 
@@ -121,6 +122,7 @@ def production_static(settings, production_static_root):
     settings.WHITENOISE_USE_FINDERS = settings.WHITENOISE_AUTOREFRESH = False
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("encoding", ["br", "gzip"])
 def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_year(production_static, viewer_client, encoding):

@@ -23,7 +23,7 @@ from fixture_paths import REPO_DIR
 from worker_process import Periodically, celery_worker, free_port, redis_url_or_skip, wait_for
 from workers import tasks
 
-pytestmark = [pytest.mark.worker]
+pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
 
 def _as_postgres(command: list[str]) -> list[str]:
