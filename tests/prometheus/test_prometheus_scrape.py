@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.django_db(transaction=True)]
 DOCS = REPO_DIR / "docs" / "prometheus"
 TOKEN = "scrape-token-for-the-test"
 # Rule evaluation and scrapes every 2 s: a result is due within seconds, later on a loaded machine.
-WAIT_SECONDS = 180
+WAIT_SECONDS = 120
 
 
 def _write_config(directory: Path, target: str) -> Path:

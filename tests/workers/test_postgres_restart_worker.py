@@ -124,7 +124,7 @@ def test_syncs_resume_after_postgresql_restarts_and_nothing_written_meanwhile_is
         time.sleep(2)
         cluster.start()
         back = time.monotonic()
-        wait_for(lambda: synced_to(109), "a sync after PostgreSQL is back", timeout=300)
+        wait_for(lambda: synced_to(109), "a sync after PostgreSQL is back", timeout=120)
         print(f"current again {time.monotonic() - back:.1f} s after PostgreSQL restarted")
         assert process.poll() is None, "the worker must survive the database's restart"
 
