@@ -72,7 +72,7 @@ _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _VERSION_FILE = re.compile(rf"(0|[1-9][0-9]{{0,18}})(?:_({_UUID}))?\.(zip|changelog)")
 _JAVA_SHORT = re.compile(r"[+-]?[0-9]{1,5}")
 # What zipfile raises on damaged archives: bad headers or CRC, cut data, unknown methods, encryption.
-_ZIP_ERRORS = (
+ZIP_ERRORS = (
     zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError,
 )
 
@@ -200,7 +200,7 @@ def parse_rocksdb_zip(
             text = archive.read(info)
     except KeyError:
         raise CorruptFileError(source, "the zip has no 'metadata' entry (RocksDBCheckpointMetadata)") from None
-    except _ZIP_ERRORS as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a readable zip file: {exc}") from None
     return parse_rocksdb_checkpoint_metadata(text, source=source)
 
