@@ -119,7 +119,11 @@ class _LocalFiles:
             if local_name in text:
                 offset = _STATUS_OFFSET.search(text)
                 return CorruptFileError(path, f"RocksDB cannot read it: {text}", offset=int(offset[1]) if offset else None)
-        return CorruptFileError(self.zip_path, f"RocksDB cannot read this version: {text}")
+        # RocksDB names no file for some damage it finds while opening (a damaged properties
+        # block of an SST reads "properties unsorted ... MANIFEST may be corrupted"): name them all.
+        suspects = ", ".join(path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1] for path in self.sst_paths.values())
+        where = f" (the damaged file is its MANIFEST or one of {suspects})" if suspects else ""
+        return CorruptFileError(self.zip_path, f"RocksDB cannot read this version{where}: {text}")
 
 
 @contextlib.contextmanager

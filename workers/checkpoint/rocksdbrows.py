@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import countOf
 
-from .errors import CheckpointError, CorruptFileError
+from .errors import CheckpointError, CorruptFileError, MissingFileError
 from .rocksdbinstance import RocksDBInstance, open_rocksdb_instance
 from .rocksdbstate import (
     RocksDBCheckpointMetadata,
@@ -60,9 +60,10 @@ def read_rocksdb_rows(
 ) -> RocksDBRowCount:
     """Count the rows of ``store`` at ``version`` as Spark's ``statestore`` source reads them.
 
-    ``unique_id`` (checkpoint format 2) comes from the commit log. Raises CheckpointError when
-    the version cannot be loaded, has column families or needs more than ``max_read_bytes`` of
-    files; CorruptFileError (naming the file) for a damaged zip, SST or changelog.
+    ``unique_id`` (checkpoint format 2) comes from the commit log. Raises MissingFileError when
+    a file the version needs is gone, CheckpointError when it has column families or needs more
+    than ``max_read_bytes`` of files, CorruptFileError (naming the file) for a damaged zip, SST
+    or changelog.
     """
     load = _plan_load(storage, store, version, codec, unique_id, max_read_bytes)
     changes = _replay(storage, store.path, load.changelogs, codec)
@@ -123,11 +124,12 @@ def _plan_load(
     unique_id: str | None, max_read_bytes: int | None,
 ) -> _Load:
     state = read_rocksdb_version(storage, store, version, codec=codec, unique_id=unique_id)
-    if not state.is_loadable:
-        reasons = [*state.chain.problems, *(f"{path} is absent or resized" for path in state.missing_immutable_files)]
-        raise CheckpointError(store.path, f"version {version} cannot be loaded: " + "; ".join(reasons))
+    if not state.chain.is_loadable:
+        raise MissingFileError(store.path, f"version {version} cannot be loaded: " + "; ".join(state.chain.problems))
     snapshot = state.chain.snapshot
     metadata = None if snapshot is None else read_rocksdb_zip(storage, f"{store.path}/{snapshot.name}")
+    if state.missing_immutable_files:
+        raise _immutable_file_error(storage, store.path, snapshot, metadata, state.missing_immutable_files[0])
     if metadata is not None and metadata.column_family_mapping:
         raise _column_families(f"{store.path}/{snapshot.name}")
     needed = sum(f.size for f in state.chain.changelogs)
@@ -136,6 +138,19 @@ def _plan_load(
     if max_read_bytes is not None and needed > max_read_bytes:
         raise CheckpointError(store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})")
     return _Load(snapshot, metadata, state.chain.changelogs)
+
+
+def _immutable_file_error(
+    storage: CheckpointStorage, store_path: str, snapshot: RocksDBVersionFile, metadata: RocksDBCheckpointMetadata,
+    relpath: str,
+) -> CheckpointError:
+    """The error of an SST or log file the zip lists that is absent or of another size."""
+    path = f"{store_path}/{relpath}"
+    info = storage.find_info(path)
+    if info is None:
+        return MissingFileError(path, f"no such file, and {snapshot.name} lists it")
+    listed = next((f.size_bytes for f in metadata.sst_files + metadata.log_files if relpath.endswith(f"/{f.dfs_file_name}")), None)
+    return CorruptFileError(path, f"{info.size} bytes, but {snapshot.name} lists {listed}", offset=min(info.size, listed or 0))
 
 
 def _replay(storage: CheckpointStorage, store_path: str, changelogs: Sequence[RocksDBVersionFile], codec: str | None) -> Changes:
