@@ -30,7 +30,7 @@ FILE_SINK_QUERIES = ("windowed_agg_file_sink", "file_source_dedup", "stream_stre
 FILE_SOURCE_QUERIES = ("file_source_dedup",)
 KILLED = "killed_mid_batch"
 HDFS_QUERIES = tuple(name for name in QUERY_NAMES if not name.startswith("rocksdb_"))
-ROCKSDB_QUERIES = ("rocksdb_changelog_agg", "rocksdb_checkpoint_v2_dedup")
+ROCKSDB_QUERIES = tuple(name for name in QUERY_NAMES if name.startswith("rocksdb_"))
 CHECKPOINT_V2 = "rocksdb_checkpoint_v2_dedup"
 # Defaults of the confs that QUERY_CONF changes for single queries (SQLConf, Spark 4.3).
 SESSION_DEFAULTS = {
