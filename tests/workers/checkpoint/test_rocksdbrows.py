@@ -17,19 +17,14 @@ from pathlib import Path
 
 import pytest
 from fixture_paths import OUR_FIXTURES
+from state_corpus import ROCKSDB_STATE_CHECKPOINTS
 
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
 from workers.checkpoint.rocksdbrows import read_rocksdb_rows
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.storage import CheckpointStorage
 
-ROCKSDB_FIXTURES = (
-    "rocksdb_changelog_agg",
-    "rocksdb_checkpoint_v2_dedup",
-    "rocksdb_no_changelog_agg",
-    "rocksdb_stream_join",
-    "rocksdb_limit_checkpoint_v2",
-)
+ROCKSDB_FIXTURES = ROCKSDB_STATE_CHECKPOINTS
 # Version 12 of this store loads as 10_<id>.zip (two SSTs) + 11_<id>.changelog + 12_<id>.changelog.
 DEDUP = OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup" / "checkpoint"
 DEDUP_STORE = "state/0/0"

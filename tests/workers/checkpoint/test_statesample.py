@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 from fixture_paths import OUR_FIXTURES
+from state_corpus import ROCKSDB_STATE_CHECKPOINTS
 
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
 from workers.checkpoint.logdir import list_batch_ids, read_offset_seq
@@ -29,13 +30,7 @@ HDFS_FIXTURES = (
     "killed_mid_batch",
     "hdfs_zstd_row_checksum",
 )
-ROCKSDB_FIXTURES = (
-    "rocksdb_changelog_agg",
-    "rocksdb_checkpoint_v2_dedup",
-    "rocksdb_no_changelog_agg",
-    "rocksdb_stream_join",
-    "rocksdb_limit_checkpoint_v2",
-)
+ROCKSDB_FIXTURES = ROCKSDB_STATE_CHECKPOINTS
 CODEC = "spark.sql.streaming.stateStore.compression.codec"
 ROW_CHECKSUM = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 NO_LIMIT = 1_000_000
