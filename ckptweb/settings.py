@@ -311,6 +311,12 @@ STATE_FANOUT_CHUNK_PARTITIONS = env_int("STATE_FANOUT_CHUNK_PARTITIONS", 50, min
 # Counting a state partition's rows reads its whole load chain: partitions needing more are
 # listed with "not counted" instead.
 STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)
+# A sync that stores newly committed batches brings the state figures to the version they
+# committed by reading only the new versions' delta/changelog files (workers/state_follow.py),
+# with each partition's key set kept in DATA_DIR/statekeys. On an object store (GET requests cost
+# money and time) it does so at most once per this many seconds per checkpoint; local: every sync.
+STATE_FOLLOW_MIN_SECONDS = env_int("STATE_FOLLOW_MIN_SECONDS", 60, minimum=0)
+STATE_KEYS_DIR = DATA_DIR / "statekeys"
 # Assumed throughput of writing a compact file, for the "compaction slower than the trigger"
 # projection of the compaction panel (no progress metric times the compaction itself).
 COMPACTION_BYTES_PER_SECOND = env_int("COMPACTION_BYTES_PER_SECOND", 20 * 1024 * 1024)

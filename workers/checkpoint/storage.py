@@ -247,6 +247,11 @@ class CheckpointStorage:
         return result
 
     @property
+    def is_local(self) -> bool:
+        """Whether the root is on a local filesystem (each call a system call, not a request)."""
+        return self._is_local
+
+    @property
     def reads_concurrently(self) -> bool:
         """Whether read_many has several reads in flight (an async filesystem: s3fs, gcsfs, adlfs...)."""
         return not self._is_local and isinstance(self._fs, fsspec.asyn.AsyncFileSystem)
