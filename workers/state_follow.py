@@ -36,8 +36,8 @@ from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state_keys
 from workers.checkpoint.statekeys import StateKeys, parse_state_keys
-from workers.checkpoint.statesummary import StateConf, state_conf
-from workers.state_partitions import refresh_state_totals, stored_state_commits
+from workers.checkpoint.statesummary import StateConf, state_conf, summarize_state_stores
+from workers.state_partitions import FILE_FIGURES, refresh_state_totals, stored_state_commits
 
 logger = logging.getLogger(__name__)
 
@@ -141,18 +141,14 @@ def _follow_partition(
     target: int, conf: StateConf, commits: Mapping[int, Any],
 ) -> None:
     """Follow one partition to ``target`` (cold when it must), updating ``row`` and its key-set file."""
-    unique_ids = state_unique_ids_by_version(commits, operator=row.operator, partition=row.partition)
-    if row.store != DEFAULT_STORE_NAME:
-        # The commit log's ids are certain for the default store only (see statesummary).
-        unique_ids = {}
     path = keys_path(checkpoint, row)
     try:
         try:
             if keys is None:
                 raise MissingFileError(str(path), "no key set kept")
-            followed = follow_store(storage, row.path, row.provider, keys, target, conf=conf, unique_ids=unique_ids)
+            followed = follow_store(storage, row.path, row.provider, keys, target, conf=conf, unique_ids=_unique_ids(row, commits))
         except MissingFileError:
-            followed = _read_cold(storage, row, target, conf, unique_ids.get(target))
+            followed = _read_cold(storage, row, target, conf, commits)
     except CheckpointError as exc:
         row.note = f"not followed to version {target}: {exc}"
         return
@@ -166,13 +162,29 @@ def _follow_partition(
         logger.warning("state key set %s not kept: %s", path, exc)
 
 
-def _read_cold(storage: CheckpointStorage, row: StatePartition, target: int, conf: StateConf, unique_id: str | None) -> StoreFollow:
-    """Rebuild the key set at ``target`` from the store's listing and load chain."""
+def _read_cold(
+    storage: CheckpointStorage, row: StatePartition, target: int, conf: StateConf, commits: Mapping[int, Any]
+) -> StoreFollow:
+    """Rebuild the key set at ``target`` from the store's listing and load chain; the listing
+    gives the file figures, as the full pass finds them (``row`` takes them)."""
     store = next((s for s in list_partition_stores(storage, row.operator, row.partition) if s.store == row.store), None)
     if store is None:
         raise MissingFileError(row.path, "the store directory is gone")
-    keys = read_state_keys(storage, store, target, conf=conf, unique_id=unique_id, max_read_bytes=settings.STATE_ROWS_MAX_BYTES)
+    unique_ids = _unique_ids(row, commits)
+    keys = read_state_keys(
+        storage, store, target, conf=conf, unique_id=unique_ids.get(target), max_read_bytes=settings.STATE_ROWS_MAX_BYTES
+    )
+    (summary,) = summarize_state_stores(storage, [store], version=None, conf=conf, commits=commits)
+    for name in FILE_FIGURES:
+        setattr(row, name, getattr(summary, name))
     return StoreFollow(target, keys.rows, keys, ())
+
+
+def _unique_ids(row: StatePartition, commits: Mapping[int, Any]) -> dict[int, str]:
+    """Version -> unique id (RocksDB format 2): the commit log's are certain for the default store only."""
+    if row.store != DEFAULT_STORE_NAME:
+        return {}
+    return state_unique_ids_by_version(commits, operator=row.operator, partition=row.partition)
 
 
 def _advance(row: StatePartition, followed: StoreFollow) -> None:
