@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from dashboards.models import Checkpoint, StatePartition, SyncRun
 from factories import make_checkpoint
@@ -91,6 +92,16 @@ def test_each_new_commit_moves_the_state_figures_to_what_a_full_pass_finds(held_
     assert {row[-2] for row in followed[1]} == {12}
     assert all(row[-1] == "" for row in followed[1])
     assert followed[1] == _full_pass_figures(checkpoint)
+
+
+def test_the_partition_page_says_which_batch_and_version_the_followed_figures_are_of(held_back, viewer_client):
+    checkpoint, root, aside = held_back("rocksdb_changelog_agg")
+    _give_back(checkpoint, root, aside, 10)
+    row = checkpoint.state_partitions.get(partition=0)
+
+    page = viewer_client.get(reverse("dashboards:state-partition", args=[checkpoint.pk, row.pk])).content.decode()
+
+    assert "As of batch 10 (state version 11)" in page
 
 
 def test_new_deltas_and_snapshots_move_the_versions_delta_chain_restart_load_and_bytes(held_back):
