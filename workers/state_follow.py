@@ -35,7 +35,7 @@ from workers.checkpoint import CheckpointError, CheckpointStorage, MissingFileEr
 from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state_keys
-from workers.checkpoint.statekeys import StateKeys, parse_state_keys
+from workers.checkpoint.statekeys import HEADER_BYTES, StateKeys, parse_state_keys, parse_state_keys_header
 from workers.checkpoint.statesummary import StateConf, state_conf, summarize_state_stores
 from workers.state_partitions import FILE_FIGURES, refresh_state_totals, stored_state_commits
 
@@ -62,12 +62,14 @@ def read_state_follow(
     rows = list(checkpoint.state_partitions.filter(provider__in=FOLLOWED_PROVIDERS).exclude(rows_version=target))
     if not rows:
         return []
-    kept = {row.pk: _usable_keys(row, load_state_keys(keys_path(checkpoint, row)), target) for row in rows}
-    lowest = min((keys.version for keys in kept.values() if keys is not None), default=target - 1)
+    # Key sets are loaded one partition at a time; their headers say which commits are needed.
+    kept_versions = [find_state_keys_version(keys_path(checkpoint, row)) for row in rows]
+    lowest = min((v for v in kept_versions if v is not None and v < target), default=target - 1)
     commits = {**stored_state_commits(checkpoint, range(lowest, target)), **new_commits}
     conf = state_conf(checkpoint.batches.latest_conf())
     for row in rows:
-        _follow_partition(checkpoint, storage, row, kept[row.pk], target, conf, commits)
+        keys = _usable_keys(row, load_state_keys(keys_path(checkpoint, row)), target)
+        _follow_partition(checkpoint, storage, row, keys, target, conf, commits)
         row.updated_at = now
     return rows
 
@@ -87,12 +89,21 @@ def load_state_keys(path: Path) -> StateKeys | None:
     """The key set kept at ``path``; None when there is none or it cannot be read (it is rebuilt)."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except OSError:  # none kept yet, or unreadable: rebuilt either way
         return None
     try:
         return parse_state_keys(data, source=str(path))
     except CheckpointError as exc:
         logger.warning("state key set rebuilt from storage: %s", exc)
+        return None
+
+
+def find_state_keys_version(path: Path) -> int | None:
+    """The version of the key set kept at ``path``, from its header; None when there is none to use."""
+    try:
+        with path.open("rb") as handle:
+            return parse_state_keys_header(handle.read(HEADER_BYTES), source=str(path))[0]
+    except (OSError, CheckpointError):
         return None
 
 

@@ -7,6 +7,9 @@ reconcile, on the first sync and then every RECONCILE_INTERVAL_SECONDS, lists of
 commits/ (two LIST calls) and reads every listed file that has no row yet, which also catches
 files written behind a gap and notes the lowest batch Spark has not purged. Each records what it
 did in a SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
+A sync that stores newly committed batches also moves the state figures to the version they
+committed, reading only that version's state files (workers.state_follow), unless the full pass
+runs with it.
 Spark writes offsets/N and commits/N once and never rewrites them, so a file read is never read
 again. Rows of batches Spark has since purged are kept: they are the query's history.
 """

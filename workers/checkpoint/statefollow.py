@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from .errors import CheckpointError, MissingFileError
 from .rocksdbrows import open_rocksdb_rows
 from .rocksdbstate import MAX_ZIP_BYTES, parse_rocksdb_zip
-from .statecodec import MAX_STATE_FILE_BYTES
+from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .statekeys import StateKeys, follow_changelog, follow_delta, state_keys_of
-from .statesample import load_state_rows
+from .staterows import apply_delta
 from .statesummary import StateConf
 from .stateinventory import StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
@@ -96,8 +96,13 @@ def read_state_keys(
     needed = sum(f.size for f in chain)
     if needed > max_read_bytes:
         raise CheckpointError(store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})")
-    rows = load_state_rows(storage, store, version, codec=conf.codec, row_checksum=conf.row_checksum)
-    return state_keys_of(rows, version=version)
+    # Replayed as loadMap does, snapshot first, with staterows' run readers (every record checked).
+    live: dict[bytes, int] = {}
+    for state_file in chain:
+        source = f"{store.path}/{state_file.name}"
+        raw = decompress_state_file(storage.read_bytes(source, max_bytes=MAX_STATE_FILE_BYTES), source=source, codec=conf.codec)
+        apply_delta(raw, source, live, row_checksum=conf.row_checksum, keep_removals=False)
+    return state_keys_of(live, version=version)
 
 
 def _hdfs_step(

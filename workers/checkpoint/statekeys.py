@@ -20,8 +20,10 @@ Stored as a file (see StateKeys.to_bytes / parse_state_keys):
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterable
+from itertools import compress
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +32,7 @@ import xxhash
 from .errors import CheckpointError, CorruptFileError, TruncatedFileError
 from .rocksdbstate import parse_changelog
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
-from .statefiles import iter_state_records
+from .staterows import REMOVED, apply_delta
 
 MAGIC = b"CKWSKEYS"
 FORMAT = 1
@@ -70,11 +72,21 @@ def apply_key_changes(previous: StateKeys, changes: Iterable[tuple[bytes, bool]]
     Raises ValueError unless ``version`` follows ``previous.version`` (the caller reads versions
     in turn; a gap needs a cold read).
     """
+    last = dict(changes)
+    is_put = list(last.values())
+    return apply_last_changes(previous, last, is_put, version=version)
+
+
+def apply_last_changes(previous: StateKeys, keys: Iterable[bytes], is_put: Iterable[bool], *, version: int) -> StateKeys:
+    """Apply the last change of each key (each key once: put when its ``is_put`` is true, else removed).
+
+    Raises ValueError unless ``version`` follows ``previous.version``.
+    """
     if version != previous.version + 1:
         raise ValueError(f"version {version} does not follow the key set's version {previous.version}")
-    last = dict((xxhash.xxh3_128_digest(key), is_put) for key, is_put in changes)
-    removed = _sorted_digests(digest for digest, is_put in last.items() if not is_put)
-    put = _sorted_digests(digest for digest, is_put in last.items() if is_put)
+    keys, is_put = list(keys), list(is_put)
+    put = _sorted_digests(compress(keys, is_put))
+    removed = _sorted_digests(compress(keys, map(operator.not_, is_put)))
     digests = previous.digests
     at, found = _find(digests, removed)
     digests = np.delete(digests, at[found])
@@ -90,8 +102,10 @@ def follow_delta(
     Raises the codec's and statefiles' errors, naming ``source``, for a damaged file.
     """
     raw = decompress_state_file(data, source=source, codec=codec, max_bytes=MAX_STATE_FILE_BYTES)
-    records = iter_state_records(raw, source=source, row_checksum=row_checksum)
-    return apply_key_changes(previous, ((record.key, record.value is not None) for record in records), version=version)
+    # staterows' run readers: the last change of each key, in file order, with every record checked.
+    changes: dict[bytes, int] = {}
+    apply_delta(raw, source, changes, row_checksum=row_checksum, keep_removals=True)
+    return apply_last_changes(previous, changes, map(REMOVED.__ne__, changes.values()), version=version)
 
 
 def follow_changelog(previous: StateKeys, data: bytes, *, version: int, source: str, codec: str | None) -> StateKeys:
@@ -111,12 +125,11 @@ def follow_changelog(previous: StateKeys, data: bytes, *, version: int, source: 
     return apply_key_changes(previous, changes, version=version)
 
 
-def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
-    """Read a key-set file written by StateKeys.to_bytes.
+HEADER_BYTES = _HEADER.size
 
-    Raises CorruptFileError for another magic or format, a negative count or unsorted digests,
-    TruncatedFileError when the digests announced are not all there.
-    """
+
+def parse_state_keys_header(data: bytes, *, source: str) -> tuple[int, int]:
+    """Return (version, count) from the first HEADER_BYTES of a key-set file; raises as parse_state_keys."""
     if len(data) < _HEADER.size:
         raise TruncatedFileError(source, f"{len(data)} bytes, shorter than the {_HEADER.size}-byte header")
     magic, file_format, version, count = _HEADER.unpack_from(data)
@@ -126,6 +139,16 @@ def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
         raise CorruptFileError(source, f"key-set format {file_format}, this version reads {FORMAT}", offset=8)
     if count < 0 or version < 0:
         raise CorruptFileError(source, f"negative version {version} or count {count}", offset=12)
+    return version, count
+
+
+def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
+    """Read a key-set file written by StateKeys.to_bytes.
+
+    Raises CorruptFileError for another magic or format, a negative count or unsorted digests,
+    TruncatedFileError when the digests announced are not all there.
+    """
+    version, count = parse_state_keys_header(data, source=source)
     expected = _HEADER.size + count * DIGEST.itemsize
     if len(data) != expected:
         raise TruncatedFileError(source, f"{count} digests announced: expected {expected} bytes, found {len(data)}")
@@ -135,8 +158,8 @@ def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
     return StateKeys(version, digests)
 
 
-def _sorted_digests(digests: Iterable[bytes]) -> np.ndarray:
-    return np.sort(np.frombuffer(b"".join(digests), dtype=DIGEST))
+def _sorted_digests(keys: Iterable[bytes]) -> np.ndarray:
+    return np.sort(np.frombuffer(b"".join(map(xxhash.xxh3_128_digest, keys)), dtype=DIGEST))
 
 
 def _is_strictly_ascending(digests: np.ndarray) -> bool:

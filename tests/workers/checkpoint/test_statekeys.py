@@ -19,6 +19,7 @@ from workers.checkpoint.statefollow import read_state_keys
 from workers.checkpoint.statekeys import (
     apply_key_changes, follow_changelog, follow_delta, parse_state_keys, state_keys_of,
 )
+from workers.checkpoint.statesample import load_state_rows
 from workers.checkpoint.statesummary import StateConf
 from workers.checkpoint.storage import CheckpointStorage
 
@@ -66,6 +67,9 @@ def test_a_delta_applied_to_the_previous_key_set_gives_the_key_set_a_cold_read_g
     cold = read_state_keys(storage, store, version, conf=conf)
     assert (followed.version, followed.rows) == (version, cold.rows)
     assert followed.same_keys(cold)
+    # And the map statesample rebuilds record by record (another reader of the same files).
+    loaded = load_state_rows(storage, store, version, codec=conf.codec, row_checksum=conf.row_checksum)
+    assert followed.same_keys(state_keys_of(loaded, version=version))
 
 
 @pytest.mark.parametrize(
