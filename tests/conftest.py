@@ -10,6 +10,13 @@ import pytest
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES  # noqa: F401  (re-exported for tests)
 
 
+@pytest.fixture(autouse=True)
+def state_keys_dir(tmp_path: Path, settings) -> Path:
+    """Where syncs keep state key sets (workers.state_follow): the test's own, not the checkout's var/."""
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    return settings.STATE_KEYS_DIR
+
+
 @pytest.fixture
 def checkpoint_roots(tmp_path: Path, settings) -> Path:
     """An allowed root for registered checkpoints, empty at start."""

@@ -5,6 +5,7 @@ The full pass (workers.inspection) lists and reads every partition, every
 CKPTWEB_INSPECT_INTERVAL_SECONDS; between two passes the state panel would show an old version.
 Here (Apache Hudi RFC-03's idea, applied to state), each partition's key set at the version
 its rows are of is kept on the worker's disk, ``STATE_KEYS_DIR/<checkpoint>/<op>/<store>/<partition>.keys``
+(``<checkpoint>``: its id and a digest of its URL)
 (statekeys.py; 16 bytes a row), and the new versions' delta or changelog files are applied to
 it (statefollow.follow_store). A key-set file that is missing, unreadable or stale, or a gap in
 the version chain, is rebuilt by a cold read of the target version. Key-set files are written
@@ -21,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import xxhash
 from django.conf import settings
 from django.db.models import Max
 
@@ -81,8 +84,27 @@ def store_state_follow(checkpoint: Checkpoint, rows: list[StatePartition]) -> No
         refresh_state_totals(checkpoint)
 
 
+def forget_state_keys_except(checkpoint_ids: Iterable[int]) -> int:
+    """Delete from this worker's disk the key sets of checkpoints not in ``checkpoint_ids`` (deleted
+    ones); return how many checkpoints' folders went. A folder made meanwhile costs a cold read."""
+    root = Path(settings.STATE_KEYS_DIR)
+    if not root.is_dir():
+        return 0
+    kept = {str(checkpoint_id) for checkpoint_id in checkpoint_ids}
+    gone = [folder for folder in root.iterdir() if folder.is_dir() and folder.name.partition("-")[0] not in kept]
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(gone)
+
+
 def keys_path(checkpoint: Checkpoint, row: StatePartition) -> Path:
-    return Path(settings.STATE_KEYS_DIR) / str(checkpoint.pk) / str(row.operator) / row.store / f"{row.partition}.keys"
+    return keys_folder(checkpoint) / str(row.operator) / row.store / f"{row.partition}.keys"
+
+
+def keys_folder(checkpoint: Checkpoint) -> Path:
+    """``<pk>-<digest of the URL>``: a database rebuilt under the same worker, whose ids start
+    again, does not find another checkpoint's key sets under its own."""
+    return Path(settings.STATE_KEYS_DIR) / f"{checkpoint.pk}-{xxhash.xxh3_64_hexdigest(checkpoint.url.encode())}"
 
 
 def load_state_keys(path: Path) -> StateKeys | None:

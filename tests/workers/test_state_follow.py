@@ -19,7 +19,7 @@ from dashboards.models import Checkpoint, StatePartition, SyncRun
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.statekeys import parse_state_keys, state_keys_of
-from workers.state_follow import keys_path, save_state_keys
+from workers.state_follow import keys_folder, keys_path, save_state_keys
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -196,3 +196,19 @@ def test_a_checkpoint_without_state_costs_no_storage_call_more(copy_checkpoint, 
     assert (run.list_calls, run.read_calls, run.info_calls) == (0, 2, 0)
     assert not StatePartition.objects.filter(checkpoint=checkpoint).exists()
     assert not settings.STATE_KEYS_DIR.exists()
+
+
+def test_the_hourly_prune_deletes_the_key_sets_of_deleted_checkpoints(held_back, settings):
+    from workers.retention import prune_history
+
+    checkpoint, root, aside = held_back("windowed_agg_file_sink")
+    _give_back(checkpoint, root, aside, 10)
+    gone = make_checkpoint(name="gone", url=f"{root}-gone")
+    (keys_folder(gone) / "0" / "default").mkdir(parents=True)
+    gone.delete()
+
+    pruned = prune_history(checkpoint.sync_runs.first().started_at)
+
+    assert pruned["state_key_sets"] == 1
+    assert [p.name for p in settings.STATE_KEYS_DIR.iterdir()] == [keys_folder(checkpoint).name]
+    assert keys_path(checkpoint, checkpoint.state_partitions.first()).exists()
