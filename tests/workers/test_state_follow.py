@@ -212,3 +212,18 @@ def test_the_hourly_prune_deletes_the_key_sets_of_deleted_checkpoints(held_back,
     assert pruned["state_key_sets"] == 1
     assert [p.name for p in settings.STATE_KEYS_DIR.iterdir()] == [keys_folder(checkpoint).name]
     assert keys_path(checkpoint, checkpoint.state_partitions.first()).exists()
+
+
+def test_a_damaged_delta_leaves_a_note_naming_it_and_the_other_partitions_follow(held_back):
+    checkpoint, root, aside = held_back("windowed_agg_file_sink")
+    _give_back(checkpoint, root, aside, 10)
+    damaged = root / "state/0/1/12.delta"
+    damaged.write_bytes(damaged.read_bytes()[:30])
+
+    run = _give_back(checkpoint, root, aside, 11)
+
+    assert run.status == SyncRun.Status.OK
+    first, second = checkpoint.state_partitions.order_by("partition")
+    assert (first.rows_version, first.note) == (12, "")
+    assert second.rows_version == 11
+    assert second.note.startswith("not followed to version 12: state/0/1/12.delta: "), second.note
