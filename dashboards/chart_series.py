@@ -28,7 +28,7 @@ from django.db.models.functions import Cast, Lag, NullIf
 
 from .batch_pages import batch_id_or_none
 from .charts import StatePoint, TimelinePoint
-from .downsample import SeriesShape, bucket_width_for, select_downsampled
+from .downsample import MAX_POINTS_PER_SERIES, SeriesShape, bucket_width_for, select_downsampled
 from .fragments import checkpoint_identity
 from .models import (
     CACHE_HITS,
@@ -80,8 +80,8 @@ class SampledSeries:
 def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """Timed batches of a checkpoint (Spark 2.0-era batches with timestamp 0 cannot be placed)."""
     batches = checkpoint.batches.filter(**batch_range.lookups("batch_id"))
-    span = _key_span(batches, "batch_id")
-    width = _bucket_width(span, TIMELINE_SHAPE)
+    span = key_span(batches, "batch_id")
+    width = bucket_width(span, TIMELINE_SHAPE)
 
     def read(first: int, last: int) -> list[TimelinePoint]:
         # From the batch before ``first`` too, so that the first row's interval is the real one.
@@ -102,7 +102,7 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     def uncommitted_below(boundary: int) -> tuple:
         return (batches.filter(is_committed=False, batch_id__lt=boundary).count(),)
 
-    return _read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
+    return read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
 
 
 def timeline_rows(batches: QuerySet) -> QuerySet:
@@ -116,14 +116,14 @@ def timeline_rows(batches: QuerySet) -> QuerySet:
 def state_metrics_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
-    span = _key_span(progress, "batch_id")
-    width = _bucket_width(span, STATE_SHAPE)
+    span = key_span(progress, "batch_id")
+    width = bucket_width(span, STATE_SHAPE)
 
     def read(first: int, last: int) -> list[StatePoint]:
         return _read_state_points(checkpoint.query_id, BatchRange(first, last), width)
 
     # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return _read_settled_then_tail(("state", *checkpoint_identity(checkpoint)), span, width, span[1], read)
+    return read_settled_then_tail(("state", *checkpoint_identity(checkpoint)), span, width, span[1], read)
 
 
 def _read_state_points(query_id: int | None, batch_range: BatchRange, width: int) -> list[StatePoint]:
@@ -142,17 +142,17 @@ def _read_state_points(query_id: int | None, batch_range: BatchRange, width: int
     ]
 
 
-def _key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
+def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
     """The lowest and highest key of ``keyed`` (answered from the key's index)."""
     span = keyed.aggregate(first=Min(key), last=Max(key))
     return span["first"], span["last"]
 
 
-def _bucket_width(span: tuple[int | None, int | None], shape: SeriesShape) -> int:
+def bucket_width(span: tuple[int | None, int | None], shape: SeriesShape, *, max_points: int = MAX_POINTS_PER_SERIES) -> int:
     """Keys per bucket, rounded up to a power of two: a width that moved with every new batch
     would move every bucket's boundaries, and no settled bucket could be reused."""
     first, last = span
-    width = 1 if first is None else bucket_width_for(last - first + 1, len(shape.values))
+    width = 1 if first is None else bucket_width_for(last - first + 1, len(shape.values), max_points=max_points)
     return 1 if width == 1 else 1 << (width - 1).bit_length()
 
 
@@ -167,10 +167,10 @@ def timeline_version(checkpoint: Checkpoint) -> tuple:
 def state_metrics_version(checkpoint: Checkpoint) -> tuple:
     """What moves when progress arrives: the span of its batch ids (one index lookup)."""
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
-    return (*checkpoint_identity(checkpoint), checkpoint.query_id, *_key_span(progress, "batch_id"))
+    return (*checkpoint_identity(checkpoint), checkpoint.query_id, *key_span(progress, "batch_id"))
 
 
-def _read_settled_then_tail(
+def read_settled_then_tail(
     key_parts: tuple,
     span: tuple[int | None, int | None],
     width: int,

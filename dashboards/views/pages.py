@@ -28,6 +28,7 @@ from ..charts import (
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..query_status import Thresholds, assess
+from ..runtime_section import runtime_section
 from ..state_as_of import StateAsOf
 from ..trends import duration_trends
 from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
@@ -90,6 +91,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_health_context(checkpoint),
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
+        "runtime": runtime_section(checkpoint),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),

@@ -1,0 +1,340 @@
+"""The query page's Runtime charts, as Spark's Structured Streaming tab draws them. Pure: no request, no ORM.
+
+One figure per chart, all against the batch start time (StreamingQueryProgress.timestamp) on a date
+axis fed epoch milliseconds (short JSON). Every point carries its batch id: the hover names it and
+a click opens the batch page (charts.js reads the page's address from ``layout.meta.link``). The
+figures follow Spark's UI (StreamingQueryStatisticsPage): the operation durations stacked without
+triggerExecution (it is their total), the watermark gap only where a watermark is set (Spark
+reports 1970-01-01 before the first one), but state figures per operator rather than summed.
+
+Events worth knowing when reading a chart (restarts, compactions, maintenance...) are marks on
+every chart: a dotted vertical line, and at its top a symbol whose hover names the event. Marks
+of one kind share a legend entry, which hides or shows them all.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+CHART_HEIGHT_PX = 320  # the CSS of .chart.runtime reserves as much before the figure arrives
+# A figure with more points than this draws lines only: markers would hide the line.
+MARKERS_UP_TO_POINTS = 60
+# Spark's order of the phases of a micro-batch (MicroBatchExecution.reportTimeTaken); others follow by name.
+PHASE_ORDER = (
+    "latestOffset", "getOffset", "setOffsetRange", "getEndOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
+    "commitOffsets",
+)
+TOTAL_PHASE = "triggerExecution"
+SECONDS_FROM_MS = 10_000  # batch durations reaching 10 s are drawn in seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressPoint:
+    """One batch's query-wide figures (rates are sums over the sources)."""
+
+    batch_id: int
+    timestamp_ms: int
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    num_input_rows: int | None
+    batch_duration_ms: int | None
+    duration_ms: Mapping[str, int]
+    watermark_gap_ms: int | None  # batch start minus the watermark; None before the first watermark
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorPoint:
+    """One stateful operator's figures in one batch (StateOperatorProgress)."""
+
+    batch_id: int
+    timestamp_ms: int
+    operator_index: int
+    operator_name: str
+    num_rows_total: int | None
+    num_rows_updated: int | None
+    num_rows_removed: int | None
+    num_rows_dropped_by_watermark: int | None
+    memory_used_bytes: int | None
+    cache_hit_ratio: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator_index}: {self.operator_name}" if self.operator_name else f"operator {self.operator_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeMark:
+    """Something that happened at a moment of the query's history; ``kind`` is a key of MARK_STYLES."""
+
+    kind: str
+    time_ms: int
+    text: str
+    batch_id: int | None = None
+    link: str | None = None  # where a click goes; None: the batch page of batch_id
+
+
+@dataclass(frozen=True, slots=True)
+class MarkStyle:
+    label: str
+    colour: str
+    symbol: str
+
+
+MARK_STYLES = {
+    "restart": MarkStyle("query restart", "#d9534f", "triangle-down"),
+    "conf": MarkStyle("pinned SQL conf changed", "#8a3b00", "star"),
+    "compaction": MarkStyle("log compaction", "#6f42c1", "diamond"),
+    "maintenance": MarkStyle("maintenance run", "#1f3a56", "square"),
+    "snapshot": MarkStyle("state snapshot", "#2d8a2d", "circle"),
+    "finding": MarkStyle("integrity finding", "#e08a00", "x"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeChart:
+    part: str
+    caption: str
+    is_stateful: bool
+
+
+RUNTIME_CHARTS = (
+    RuntimeChart("rates", "Input rate and process rate", False),
+    RuntimeChart("input-rows", "Input rows", False),
+    RuntimeChart("batch-duration", "Batch duration", False),
+    RuntimeChart("phases", "Operation duration by phase", False),
+    RuntimeChart("watermark-gap", "Global watermark gap", False),
+    RuntimeChart("state-rows", "State rows total", True),
+    RuntimeChart("state-changes", "State rows updated, removed and dropped by watermark", True),
+    RuntimeChart("state-memory", "State memory used", True),
+    RuntimeChart("state-cache", "State cache hit ratio", True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DurationUnit:
+    name: str
+    per_ms: float
+
+    @classmethod
+    def for_longest(cls, longest_ms: int | None) -> DurationUnit:
+        """Seconds when the longest batch takes 10 s or more, else milliseconds (Spark's UI: always ms)."""
+        return cls("s", 0.001) if longest_ms is not None and longest_ms >= SECONDS_FROM_MS else cls("ms", 1.0)
+
+
+def runtime_figures(
+    progress: Sequence[ProgressPoint],
+    operators: Sequence[OperatorPoint],
+    marks: Sequence[RuntimeMark] = (),
+    *,
+    bucket_width: int = 1,
+    state_bucket_width: int = 1,
+    batch_link: str = "",
+) -> dict[str, go.Figure]:
+    """Every Runtime chart, keyed by its RUNTIME_CHARTS part; the state charts only with operators.
+
+    ``batch_link`` is the batch page's address with ``{}`` for the batch id. A bucket width above
+    1 says the points are the lowest and highest values of every that many batches (the state
+    charts' series is downsampled apart).
+    """
+    unit = DurationUnit.for_longest(max((p.batch_duration_ms for p in progress if p.batch_duration_ms is not None), default=None))
+    figures = {
+        "rates": _rates_figure(progress),
+        "input-rows": _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"),
+        "batch-duration": _lines_figure(progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"),
+        "phases": _phases_figure(progress, unit),
+        "watermark-gap": _watermark_gap_figure(progress),
+    }
+    state = _state_figures(operators) if operators else {}
+    decorations = _mark_decorations(marks)
+    for figures_of, width in ((figures, bucket_width), (state, state_bucket_width)):
+        for figure in figures_of.values():
+            _finish(figure, decorations, width, batch_link)
+    return {**figures, **state}
+
+
+def runtime_figures_json(figures: Mapping[str, go.Figure]) -> str:
+    """One JSON object of the figures by part, as the chart endpoint returns it."""
+    return "{" + ",".join(f"{json.dumps(part)}:{figure.to_json()}" for part, figure in figures.items()) + "}"
+
+
+def _rates_figure(progress: Sequence[ProgressPoint]) -> go.Figure:
+    return _lines_figure(
+        progress,
+        [("input rate", "#2b7bb9", lambda p: p.input_rows_per_second), ("process rate", "#e07b00", lambda p: p.processed_rows_per_second)],
+        "rows/s", ",.1f",
+    )
+
+
+def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> go.Figure:
+    if all(p.watermark_gap_ms is None for p in progress):
+        return _sentence_figure("No event-time watermark in this range: Spark reports one for queries with withWatermark, "
+                                "once the first batch has set it.")
+    return _lines_figure(progress, [("watermark gap", "#8a5a9e", lambda p: _seconds(p.watermark_gap_ms))], "s", ",.3~f")
+
+
+def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> go.Figure:
+    """The phases of each batch stacked (a missing phase counts 0, as Spark's UI pads it)."""
+    phases = _phases_of(progress)
+    if not phases:
+        return _sentence_figure("Spark reported no durationMs phases in this range.")
+    figure = go.Figure()
+    for phase in phases:
+        figure.add_trace(go.Scatter(
+            x=[p.timestamp_ms for p in progress], y=[p.duration_ms.get(phase, 0) * unit.per_ms for p in progress],
+            customdata=[p.batch_id for p in progress], name=phase, stackgroup="phases", mode="lines", line={"width": 0.5},
+            hovertemplate=f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>",
+        ))
+    figure.update_yaxes(title_text=unit.name)
+    return figure
+
+
+def _phases_of(progress: Iterable[ProgressPoint]) -> list[str]:
+    found = {phase for p in progress for phase in p.duration_ms} - {TOTAL_PHASE}
+    known = [phase for phase in PHASE_ORDER if phase in found]
+    return known + sorted(found - set(known))
+
+
+def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, go.Figure]:
+    by_operator: dict[str, list[OperatorPoint]] = {}
+    for point in operators:
+        by_operator.setdefault(point.label, []).append(point)
+    series = sorted(by_operator.items())
+    figures = {
+        "state-rows": _per_operator_figure(series, lambda p: p.num_rows_total, "rows", ",d"),
+        "state-changes": _state_changes_figure(series),
+        "state-memory": _per_operator_figure(series, lambda p: p.memory_used_bytes, "bytes", ",.4~s"),
+        "state-cache": _per_operator_figure(series, lambda p: p.cache_hit_ratio, "hit ratio", ".1%"),
+    }
+    if all(p.cache_hit_ratio is None for p in operators):
+        figures["state-cache"] = _sentence_figure("No cache lookups reported: only the HDFS state store provider reports "
+                                                  "loadedMapCacheHitCount and loadedMapCacheMissCount.")
+    else:
+        figures["state-cache"].update_yaxes(range=[0, 1.05], tickformat=".0%")
+    figures["state-memory"].update_yaxes(tickformat="~s", ticksuffix="B")
+    return figures
+
+
+def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit: str, number_format: str) -> go.Figure:
+    figure = go.Figure()
+    for colour, (label, points) in zip(_PALETTE, series):
+        figure.add_trace(_trace(points, value, name=label, colour=colour, unit=unit, number_format=number_format))
+    figure.update_yaxes(title_text=unit)
+    return figure
+
+
+STATE_CHANGES = (
+    ("updated", "#2b7bb9", lambda p: p.num_rows_updated),
+    ("removed", "#d9534f", lambda p: p.num_rows_removed),
+    ("dropped by watermark", "#e08a00", lambda p: p.num_rows_dropped_by_watermark),
+)
+_DASHES = ("solid", "dash", "dot", "dashdot")
+_PALETTE = ("#2b7bb9", "#e07b00", "#5b8c3a", "#8a5a9e", "#d9534f", "#17becf", "#7f7f7f", "#bcbd22")
+
+
+def _state_changes_figure(series) -> go.Figure:
+    """Colour says the change, the dash says the operator (most queries have one)."""
+    figure = go.Figure()
+    for index, (label, points) in enumerate(series):
+        for change, colour, value in STATE_CHANGES:
+            name = change if len(series) == 1 else f"{label} {change}"
+            trace = _trace(points, value, name=name, colour=colour, unit="rows", number_format=",d")
+            trace.line.dash = _DASHES[index % len(_DASHES)]
+            figure.add_trace(trace)
+    figure.update_yaxes(title_text="rows")
+    return figure
+
+
+def _lines_figure(progress: Sequence[ProgressPoint], lines, unit: str, number_format: str) -> go.Figure:
+    figure = go.Figure()
+    for name, colour, value in lines:
+        figure.add_trace(_trace(progress, value, name=name, colour=colour, unit=unit, number_format=number_format))
+    if not any(len(trace.x) for trace in figure.data):
+        return _sentence_figure(f"Spark reported no {' or '.join(name for name, _, _ in lines)} in this range.")
+    figure.update_yaxes(title_text=unit)
+    return figure
+
+
+def _trace(points, value: Callable, *, name: str, colour: str, unit: str, number_format: str) -> go.Scatter:
+    """A line of the points whose ``value`` is known, each point carrying its batch id."""
+    chosen = [(p.timestamp_ms, v, p.batch_id) for p in points if (v := value(p)) is not None]
+    return go.Scatter(
+        x=[x for x, _, _ in chosen], y=[y for _, y, _ in chosen], customdata=[b for _, _, b in chosen], name=name,
+        mode="lines+markers" if len(chosen) <= MARKERS_UP_TO_POINTS else "lines",
+        line={"color": colour, "width": 1.5}, marker={"size": 5},
+        hovertemplate=f"%{{y:{number_format}}} {unit} · batch %{{customdata}}<extra>{name}</extra>",
+    )
+
+
+def _scaled(value: Callable[[ProgressPoint], int | None], unit: DurationUnit) -> Callable[[ProgressPoint], float | None]:
+    def scaled(point: ProgressPoint) -> float | None:
+        raw = value(point)
+        return None if raw is None else raw * unit.per_ms
+    return scaled
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
+
+
+def _sentence_figure(sentence: str) -> go.Figure:
+    """No axes, only what is missing: an empty chart says so in words."""
+    figure = go.Figure()
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    figure.add_annotation(text=sentence, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"size": 13, "color": "#555"})
+    figure.update_layout(meta={"sentence": sentence})
+    return figure
+
+
+@dataclass(frozen=True, slots=True)
+class _Decorations:
+    traces: tuple[dict, ...]
+    shapes: tuple[dict, ...]
+
+
+def _mark_decorations(marks: Sequence[RuntimeMark]) -> _Decorations:
+    """The marks' symbols (one trace per kind, on an overlaid 0..1 axis, at its top) and lines, built once for every figure."""
+    traces, shapes = [], []
+    for kind, style in MARK_STYLES.items():
+        chosen = sorted((m for m in marks if m.kind == kind), key=lambda m: m.time_ms)
+        if not chosen:
+            continue
+        group = f"mark-{kind}"
+        traces.append({
+            "type": "scatter", "x": [m.time_ms for m in chosen], "y": [0.96] * len(chosen), "yaxis": "y2", "mode": "markers",
+            "name": style.label, "legendgroup": group, "cliponaxis": False,
+            "marker": {"symbol": style.symbol, "color": style.colour, "size": 10, "line": {"width": 1, "color": "#fff"}},
+            "hovertext": [m.text for m in chosen], "hovertemplate": "%{hovertext}<extra></extra>",
+            "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
+        })
+        shapes += [
+            {"type": "line", "xref": "x", "yref": "paper", "x0": m.time_ms, "x1": m.time_ms, "y0": 0, "y1": 1, "layer": "below",
+             "legendgroup": group, "line": {"color": style.colour, "width": 1, "dash": "dot"}}
+            for m in chosen
+        ]
+    return _Decorations(tuple(traces), tuple(shapes))
+
+
+def _finish(figure: go.Figure, decorations: _Decorations, bucket_width: int, batch_link: str) -> None:
+    """Size, axes, marks and the notes every Runtime chart shares."""
+    is_sentence = bool(figure.layout.meta and "sentence" in figure.layout.meta)
+    figure.update_layout(
+        height=CHART_HEIGHT_PX, margin={"l": 64, "r": 16, "t": 24, "b": 36}, hovermode="x unified", uirevision="runtime",
+        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}}, font={"size": 11},
+        meta={**(figure.layout.meta or {}), "link": batch_link},
+    )
+    if is_sentence:
+        return
+    figure.update_xaxes(type="date", hoverformat="%Y-%m-%d %H:%M:%S.%L UTC")
+    figure.update_yaxes(rangemode="tozero")
+    if decorations.traces:
+        figure.add_traces(list(decorations.traces))
+        figure.update_layout(shapes=list(decorations.shapes), yaxis2={"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True})
+    if bucket_width > 1:
+        figure.add_annotation(
+            text=f"lowest and highest of every {bucket_width:,} batches", showarrow=False, xref="paper", yref="paper",
+            x=1, y=1, xanchor="right", yanchor="bottom", font={"size": 10, "color": "#777"},
+        )
