@@ -28,7 +28,6 @@ PHASE_ORDER = (
     "commitOffsets",
 )
 TOTAL_PHASE = "triggerExecution"
-SECONDS_FROM_MS = 10_000  # batch durations reaching 10 s are drawn in seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +78,18 @@ class RuntimeMark:
 @dataclass(frozen=True, slots=True)
 class MarkStyle:
     label: str
+    row: str  # the name of its row in a chart's lane of marks: short, the hover says the rest
     colour: str
     symbol: str
 
 
 MARK_STYLES = {
-    "restart": MarkStyle("query restart", "#d9534f", "triangle-down"),
-    "conf": MarkStyle("pinned SQL conf changed", "#8a3b00", "star"),
-    "compaction": MarkStyle("log compaction", "#6f42c1", "diamond"),
-    "maintenance": MarkStyle("maintenance run", "#1f3a56", "square"),
-    "snapshot": MarkStyle("state snapshot", "#2d8a2d", "circle"),
-    "finding": MarkStyle("integrity finding", "#e08a00", "x"),
+    "restart": MarkStyle("query restart", "restart", "#d9534f", "triangle-down"),
+    "conf": MarkStyle("pinned SQL conf changed", "conf change", "#8a3b00", "star"),
+    "compaction": MarkStyle("log compaction", "compaction", "#6f42c1", "diamond"),
+    "maintenance": MarkStyle("maintenance run", "maintenance", "#1f3a56", "square"),
+    "snapshot": MarkStyle("state snapshot", "snapshot", "#2d8a2d", "circle"),
+    "finding": MarkStyle("integrity finding", "finding", "#e08a00", "x"),
 }
 
 
@@ -116,12 +116,19 @@ RUNTIME_CHARTS = (
 @dataclass(frozen=True, slots=True)
 class DurationUnit:
     name: str
-    per_ms: float
+    ms: int
 
     @classmethod
-    def for_longest(cls, longest_ms: int | None) -> DurationUnit:
-        """Seconds when the longest batch takes 10 s or more, else milliseconds (Spark's UI: always ms)."""
-        return cls("s", 0.001) if longest_ms is not None and longest_ms >= SECONDS_FROM_MS else cls("ms", 1.0)
+    def for_longest(cls, longest_ms: float | None, units: Sequence[DurationUnit]) -> DurationUnit:
+        """The largest of ``units`` (smallest first) in which the longest value is 10 or more, so
+        the axis reads "12.5 s" rather than "12,500 ms", "3 d" rather than "260k s"."""
+        fitting = [unit for unit in units if longest_ms is not None and longest_ms >= 10 * unit.ms]
+        return fitting[-1] if fitting else units[0]
+
+
+MILLISECONDS, SECONDS = DurationUnit("ms", 1), DurationUnit("s", 1_000)
+BATCH_DURATION_UNITS = (MILLISECONDS, SECONDS)
+WATERMARK_GAP_UNITS = (SECONDS, DurationUnit("min", 60_000), DurationUnit("h", 3_600_000), DurationUnit("d", 86_400_000))
 
 
 def runtime_figures(
@@ -139,7 +146,7 @@ def runtime_figures(
     1 says the points are the lowest and highest values of every that many batches (the state
     charts' series is downsampled apart).
     """
-    unit = DurationUnit.for_longest(max((p.batch_duration_ms for p in progress if p.batch_duration_ms is not None), default=None))
+    unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
     figures = {
         "rates": _rates_figure(progress),
         "input-rows": _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"),
@@ -149,9 +156,10 @@ def runtime_figures(
     }
     state = _state_figures(operators) if operators else {}
     decorations = _mark_decorations(marks)
-    for figures_of, width in ((figures, bucket_width), (state, state_bucket_width)):
-        for figure in figures_of.values():
-            _finish(figure, decorations, width, batch_link)
+    for figure in figures.values():
+        _finish(figure, decorations, bucket_width, batch_link, has_legend=len(figure.data) > 1)
+    for figure in state.values():  # the legend names the operators
+        _finish(figure, decorations, state_bucket_width, batch_link, has_legend=True)
     return {**figures, **state}
 
 
@@ -172,7 +180,8 @@ def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> go.Figure:
     if all(p.watermark_gap_ms is None for p in progress):
         return _sentence_figure("No event-time watermark in this range: Spark reports one for queries with withWatermark, "
                                 "once the first batch has set it.")
-    return _lines_figure(progress, [("watermark gap", "#8a5a9e", lambda p: _seconds(p.watermark_gap_ms))], "s", ",.3~f")
+    unit = DurationUnit.for_longest(_longest(p.watermark_gap_ms for p in progress), WATERMARK_GAP_UNITS)
+    return _lines_figure(progress, [("watermark gap", "#8a5a9e", _scaled(lambda p: p.watermark_gap_ms, unit))], unit.name, ",.3~f")
 
 
 def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> go.Figure:
@@ -183,7 +192,7 @@ def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> go.
     figure = go.Figure()
     for phase in phases:
         figure.add_trace(go.Scatter(
-            x=[p.timestamp_ms for p in progress], y=[p.duration_ms.get(phase, 0) * unit.per_ms for p in progress],
+            x=[p.timestamp_ms for p in progress], y=[p.duration_ms.get(phase, 0) / unit.ms for p in progress],
             customdata=[p.batch_id for p in progress], name=phase, stackgroup="phases", mode="lines", line={"width": 0.5},
             hovertemplate=f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>",
         ))
@@ -271,12 +280,12 @@ def _trace(points, value: Callable, *, name: str, colour: str, unit: str, number
 def _scaled(value: Callable[[ProgressPoint], int | None], unit: DurationUnit) -> Callable[[ProgressPoint], float | None]:
     def scaled(point: ProgressPoint) -> float | None:
         raw = value(point)
-        return None if raw is None else raw * unit.per_ms
+        return None if raw is None else raw / unit.ms
     return scaled
 
 
-def _seconds(milliseconds: int | None) -> float | None:
-    return None if milliseconds is None else milliseconds / 1000
+def _longest(values: Iterable[int | None]) -> int | None:
+    return max((value for value in values if value is not None), default=None)
 
 
 def _sentence_figure(sentence: str) -> go.Figure:
@@ -293,36 +302,40 @@ def _sentence_figure(sentence: str) -> go.Figure:
 class _Decorations:
     traces: tuple[dict, ...]
     shapes: tuple[dict, ...]
+    rows: tuple[str, ...]  # the lane's row labels, top row first
+
+
+LANE_ROW_SHARE = 0.065  # of a chart's plot height, per kind of mark present
 
 
 def _mark_decorations(marks: Sequence[RuntimeMark]) -> _Decorations:
-    """The marks' symbols (one trace per kind, on an overlaid 0..1 axis, at its top) and lines, built once for every figure."""
+    """The marks' symbols (a row per kind in a lane above the plot, axis y2) and lines, built once for every figure."""
+    kinds = [kind for kind in MARK_STYLES if any(m.kind == kind for m in marks)]
     traces, shapes = [], []
-    for kind, style in MARK_STYLES.items():
+    for row, kind in enumerate(reversed(kinds)):
+        style = MARK_STYLES[kind]
         chosen = sorted((m for m in marks if m.kind == kind), key=lambda m: m.time_ms)
-        if not chosen:
-            continue
-        group = f"mark-{kind}"
         traces.append({
-            "type": "scatter", "x": [m.time_ms for m in chosen], "y": [0.96] * len(chosen), "yaxis": "y2", "mode": "markers",
-            "name": style.label, "legendgroup": group, "cliponaxis": False,
+            "type": "scatter", "x": [m.time_ms for m in chosen], "y": [row] * len(chosen), "yaxis": "y2", "mode": "markers",
+            "name": style.label, "showlegend": False, "cliponaxis": False,
             "marker": {"symbol": style.symbol, "color": style.colour, "size": 10, "line": {"width": 1, "color": "#fff"}},
             "hovertext": [m.text for m in chosen], "hovertemplate": "%{hovertext}<extra></extra>",
             "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
         })
         shapes += [
             {"type": "line", "xref": "x", "yref": "paper", "x0": m.time_ms, "x1": m.time_ms, "y0": 0, "y1": 1, "layer": "below",
-             "legendgroup": group, "line": {"color": style.colour, "width": 1, "dash": "dot"}}
+             "line": {"color": style.colour, "width": 1, "dash": "dot"}}
             for m in chosen
         ]
-    return _Decorations(tuple(traces), tuple(shapes))
+    return _Decorations(tuple(traces), tuple(shapes), tuple(MARK_STYLES[kind].row for kind in kinds))
 
 
-def _finish(figure: go.Figure, decorations: _Decorations, bucket_width: int, batch_link: str) -> None:
+def _finish(figure: go.Figure, decorations: _Decorations, bucket_width: int, batch_link: str, *, has_legend: bool) -> None:
     """Size, axes, marks and the notes every Runtime chart shares."""
     is_sentence = bool(figure.layout.meta and "sentence" in figure.layout.meta)
     figure.update_layout(
         height=CHART_HEIGHT_PX, margin={"l": 64, "r": 16, "t": 24, "b": 36}, hovermode="x unified", uirevision="runtime",
+        showlegend=has_legend and not is_sentence,
         legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}}, font={"size": 11},
         meta={**(figure.layout.meta or {}), "link": batch_link},
     )
@@ -331,10 +344,24 @@ def _finish(figure: go.Figure, decorations: _Decorations, bucket_width: int, bat
     figure.update_xaxes(type="date", hoverformat="%Y-%m-%d %H:%M:%S.%L UTC")
     figure.update_yaxes(rangemode="tozero")
     if decorations.traces:
-        figure.add_traces(list(decorations.traces))
-        figure.update_layout(shapes=list(decorations.shapes), yaxis2={"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True})
+        _add_lane(figure, decorations)
     if bucket_width > 1:
         figure.add_annotation(
             text=f"lowest and highest of every {bucket_width:,} batches", showarrow=False, xref="paper", yref="paper",
             x=1, y=1, xanchor="right", yanchor="bottom", font={"size": 10, "color": "#777"},
         )
+
+
+def _add_lane(figure: go.Figure, decorations: _Decorations) -> None:
+    """The marks' lane on top of the plot, its rows named on the left; the lines cross the plot."""
+    rows = len(decorations.rows)
+    top_of_plot = 1 - LANE_ROW_SHARE * rows
+    figure.add_traces(list(decorations.traces))
+    figure.update_layout(
+        shapes=list(decorations.shapes),
+        yaxis={"domain": [0, top_of_plot - 0.02]},
+        yaxis2={
+            "domain": [top_of_plot, 1], "range": [-0.7, rows - 0.3], "fixedrange": True, "showgrid": False, "zeroline": False,
+            "tickvals": list(range(rows)), "ticktext": list(reversed(decorations.rows)), "tickfont": {"size": 9, "color": "#555"},
+        },
+    )

@@ -99,10 +99,15 @@ def drawn_runtime_series(figures: dict) -> dict[str, dict[str, Line]]:
     }
 
 
+UNIT_MS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
 def _in_ms(figure: dict, part: str, values: list) -> tuple:
-    """A duration chart drawn in seconds (a batch of 10 s or more) back in milliseconds."""
-    if part in ("batch-duration", "phases") and figure["layout"]["yaxis"]["title"]["text"] == "s":
-        return tuple(round(value * 1000) for value in values)
+    """Durations back in milliseconds and the watermark gap in seconds, whatever unit the axis chose."""
+    if part in ("batch-duration", "phases"):
+        return tuple(round(value * UNIT_MS[figure["layout"]["yaxis"]["title"]["text"]]) for value in values)
+    if part == "watermark-gap":
+        return tuple(value * UNIT_MS[figure["layout"]["yaxis"]["title"]["text"]] / 1000 for value in values)
     return tuple(values)
 
 
