@@ -151,7 +151,7 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
         "batches-deep": f"{base}/panels/batches/?before={batches // 2}",
         "timeline": f"{base}/charts/timeline.json",
         "timeline-zoom": f"{base}/charts/timeline.json?from={batches // 2}&to={batches // 2 + 1000}",
-        "state-chart": f"{base}/charts/state-metrics.json",
+        "runtime-charts": f"{base}/charts/runtime.json",
         # The read API (session auth here; a token costs the same lookup).
         "api-batches": f"/api/v1{base}/batches/",
         "api-batches-deep": f"/api/v1{base}/batches/?after={batches // 2}",

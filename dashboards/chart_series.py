@@ -1,4 +1,5 @@
-"""The rows the batch timeline and state-metrics charts plot, downsampled in the database when long.
+"""The rows the batch timeline plots, downsampled in the database when long, and the machinery the
+Runtime charts' series share (dashboards.runtime_series).
 
 Each series reads the key span first (MIN/MAX batch id, answered from an index) to pick a bucket
 width, then one downsampling statement (dashboards.downsample): two queries whatever the number of
@@ -11,38 +12,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db.models import (
-    Case,
-    F,
-    FloatField,
-    IntegerField,
-    Max,
-    Min,
-    QuerySet,
-    Value,
-    When,
-    Window,
-)
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Lag, NullIf
+from django.db.models import Case, F, IntegerField, Max, Min, QuerySet, Value, When, Window
+from django.db.models.functions import Lag
 
 from .batch_pages import batch_id_or_none
-from .charts import StatePoint, TimelinePoint
+from .charts import TimelinePoint
 from .downsample import MAX_POINTS_PER_SERIES, SeriesShape, bucket_width_for, select_downsampled
 from .fragments import checkpoint_identity
-from .models import (
-    CACHE_HITS,
-    CACHE_MISSES,
-    BatchProgress,
-    Checkpoint,
-    StateOperatorMetrics,
-)
+from .models import Checkpoint
 
 # committed_flag makes a bucket keep one uncommitted batch (its minimum) when it has any.
 TIMELINE_SHAPE = SeriesShape(key="batch_id", values=("batch_id", "interval_ms", "watermark_ms", "committed_flag"))
-STATE_SHAPE = SeriesShape(
-    key="batch_id", values=("num_rows_total", "memory_used_bytes", "cache_hit_ratio"), partition="operator_index"
-)
 DOWNSAMPLED_CACHE_SECONDS = 300
 
 
@@ -113,35 +93,6 @@ def timeline_rows(batches: QuerySet) -> QuerySet:
     ).values("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
 
 
-def state_metrics_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
-    """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
-    span = key_span(progress, "batch_id")
-    width = bucket_width(span, STATE_SHAPE)
-
-    def read(first: int, last: int) -> list[StatePoint]:
-        return _read_state_points(checkpoint.query_id, BatchRange(first, last), width)
-
-    # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return read_settled_then_tail(("state", *checkpoint_identity(checkpoint)), span, width, span[1], read)
-
-
-def _read_state_points(query_id: int | None, batch_range: BatchRange, width: int) -> list[StatePoint]:
-    hits, misses = (Cast(KT(f"custom_metrics__{name}"), FloatField()) for name in (CACHE_HITS, CACHE_MISSES))
-    rows = StateOperatorMetrics.objects.filter(progress__query_id=query_id, **batch_range.lookups("progress__batch_id")).values(
-        "operator_index", "operator_name", "num_rows_total", "memory_used_bytes",
-        batch_id=F("progress__batch_id"), cache_hits=hits, cache_misses=misses,
-        cache_hit_ratio=hits / NullIf(hits + misses, Value(0.0)),
-    )
-    return [
-        StatePoint(
-            row["batch_id"], row["operator_index"], row["operator_name"], row["num_rows_total"], row["memory_used_bytes"],
-            _count_or_none(row["cache_hits"]), _count_or_none(row["cache_misses"]),
-        )
-        for row in select_downsampled(rows, STATE_SHAPE, width=width)
-    ]
-
-
 def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
     """The lowest and highest key of ``keyed`` (answered from the key's index)."""
     span = keyed.aggregate(first=Min(key), last=Max(key))
@@ -162,12 +113,6 @@ def timeline_version(checkpoint: Checkpoint) -> tuple:
         *checkpoint_identity(checkpoint), checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id,
         checkpoint.uncommitted_batch_count,
     )
-
-
-def state_metrics_version(checkpoint: Checkpoint) -> tuple:
-    """What moves when progress arrives: the span of its batch ids (one index lookup)."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
-    return (*checkpoint_identity(checkpoint), checkpoint.query_id, *key_span(progress, "batch_id"))
 
 
 def read_settled_then_tail(
@@ -199,8 +144,3 @@ def read_settled_then_tail(
         key = "downsampled:" + ":".join(str(part) for part in parts).replace(" ", "_")
         settled = cache.get_or_set(key, lambda: read(first, boundary - 1), DOWNSAMPLED_CACHE_SECONDS)
     return SampledSeries(settled + read(boundary, last), width)
-
-
-def _count_or_none(value: float | None) -> int | None:
-    # The JSON counters are cast to float for the ratio in SQL; they are whole numbers.
-    return None if value is None else int(value)

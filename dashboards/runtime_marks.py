@@ -27,7 +27,6 @@ from django.db.models import Count, Max
 from workers.checkpoint import is_compaction_batch
 from workers.checkpoint.layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 
-from .chart_series import BatchRange
 from .models import BatchProgress, Checkpoint, MetadataLog, QueryRun
 from .runtime_charts import RuntimeMark
 

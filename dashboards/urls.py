@@ -20,7 +20,6 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"),
     path("checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json", views.compact_size_chart, name="compact-size-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/inventory.json", views.inventory_growth_chart, name="inventory-growth-chart"),
-    path("checkpoints/<int:checkpoint_id>/charts/state-metrics.json", views.state_metrics_chart, name="state-metrics-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/runtime.json", runtime.runtime_charts, name="runtime-charts"),
     path("checkpoints/<int:checkpoint_id>/charts/state-heatmap.json", views.state_heatmap_chart, name="state-heatmap-chart"),
     path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/", views.state_partition_detail, name="state-partition"),

@@ -10,6 +10,7 @@ from rest_framework.authtoken.models import Token
 
 from dashboards.models import BatchProgress, StateOperatorMetrics
 from fixture_paths import OUR_FIXTURES
+from runtime_expectations import assert_drawn_as_reported
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +101,7 @@ def test_a_body_that_is_not_json_is_refused(client, pipeline_token):
     assert response.status_code == 415
 
 
-def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, copy_checkpoint, viewer_user):
+def test_query_page_charts_the_reported_progress(client, pipeline_token, copy_checkpoint, viewer_user):
     from django.urls import reverse
 
     from factories import make_checkpoint
@@ -112,15 +113,9 @@ def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, co
         _post(client, {"progress": progress}, pipeline_token)
     client.force_login(viewer_user)
 
-    assert 'id="state-metrics-chart"' in client.get(checkpoint.get_absolute_url()).content.decode()
-    figure = client.get(reverse("dashboards:state-metrics-chart", args=[checkpoint.pk])).json()
-    rows, memory, ratio = figure["data"]
-    assert rows["x"] == [p["batchId"] for p in PROGRESS]
-    assert memory["y"] == [p["stateOperators"][0]["memoryUsedBytes"] for p in PROGRESS]
-    metrics = [p["stateOperators"][0]["customMetrics"] for p in PROGRESS]
-    expected = [m["loadedMapCacheHitCount"] / (m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"])
-                if m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"] else None for m in metrics]
-    assert ratio["y"] == expected
+    assert 'id="runtime-state-memory"' in client.get(checkpoint.get_absolute_url()).content.decode()
+    figures = client.get(reverse("dashboards:runtime-charts", args=[checkpoint.pk])).json()
+    assert_drawn_as_reported(figures, PROGRESS)
 
 
 def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_token, copy_checkpoint, viewer_user):

@@ -299,7 +299,7 @@ def test_the_newest_state_snapshots_are_marked_at_the_batch_whose_state_they_hol
     marks = marks_of(_figures(viewer_client, dedup)["state-memory"])["state snapshot"]
 
     assert versions == [16]
-    assert marks == [(times[15], f"newest state snapshot of 2 of 2 store partitions: version 16", 15)]
+    assert marks == [(times[15], "newest state snapshot of 2 of 2 store partitions: version 16", 15)]
 
 
 def test_open_findings_are_marked_at_their_batch_or_when_first_seen(viewer_client, dedup):
