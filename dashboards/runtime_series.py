@@ -10,6 +10,7 @@ raw downsampling cursor returns plain numbers on SQLite and PostgreSQL alike.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.db.models import BigIntegerField, Case, F, FloatField, Func, QuerySet, Value, When
@@ -51,17 +52,28 @@ class EpochMillis(Func):
 
 def progress_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """The query-wide figures of every reported batch of the checkpoint's query in the range."""
+    return _sampled(checkpoint, batch_range, "runtime-progress", PROGRESS_SHAPE, progress_rows, _progress_point)
+
+
+def operator_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
+    """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
+    return _sampled(checkpoint, batch_range, "runtime-operators", OPERATOR_SHAPE, operator_rows, lambda row: OperatorPoint(**row))
+
+
+def _sampled(
+    checkpoint: Checkpoint, batch_range: BatchRange, kind: str, shape: SeriesShape,
+    rows: Callable[[int | None, BatchRange], QuerySet], point: Callable[[dict], object],
+) -> SampledSeries:
+    """Downsample ``rows`` of the checkpoint's query in ``shape``, the settled buckets cached under ``kind``."""
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
     span = key_span(progress, "batch_id")
-    width = bucket_width(span, PROGRESS_SHAPE, max_points=RUNTIME_MAX_POINTS)
+    width = bucket_width(span, shape, max_points=RUNTIME_MAX_POINTS)
 
-    def read(first: int, last: int) -> list[ProgressPoint]:
-        rows = select_downsampled(progress_rows(checkpoint.query_id, BatchRange(first, last)), PROGRESS_SHAPE, width=width)
-        return [_progress_point(row) for row in rows]
+    def read(first: int, last: int) -> list:
+        return [point(row) for row in select_downsampled(rows(checkpoint.query_id, BatchRange(first, last)), shape, width=width)]
 
     # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    key = ("runtime-progress", *checkpoint_identity(checkpoint), checkpoint.query_id)
-    return read_settled_then_tail(key, span, width, span[1], read)
+    return read_settled_then_tail((kind, *checkpoint_identity(checkpoint), checkpoint.query_id), span, width, span[1], read)
 
 
 def progress_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
@@ -84,20 +96,6 @@ def _progress_point(row: dict) -> ProgressPoint:
         duration_ms=json.loads(phases) if isinstance(phases, str) else (phases or {}),
         watermark_gap_ms=row["watermark_gap_ms"],
     )
-
-
-def operator_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
-    """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
-    span = key_span(progress, "batch_id")
-    width = bucket_width(span, OPERATOR_SHAPE, max_points=RUNTIME_MAX_POINTS)
-
-    def read(first: int, last: int) -> list[OperatorPoint]:
-        rows = select_downsampled(operator_rows(checkpoint.query_id, BatchRange(first, last)), OPERATOR_SHAPE, width=width)
-        return [OperatorPoint(**row) for row in rows]
-
-    key = ("runtime-operators", *checkpoint_identity(checkpoint), checkpoint.query_id)
-    return read_settled_then_tail(key, span, width, span[1], read)
 
 
 def operator_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:

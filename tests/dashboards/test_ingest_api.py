@@ -19,13 +19,6 @@ REPORT = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.jso
 PROGRESS = REPORT["progress"]
 
 
-@pytest.fixture
-def pipeline_token(django_user_model) -> str:
-    """A machine user with only the ingest permission, and its token."""
-    user = django_user_model.objects.create_user("pipeline")
-    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
-    return Token.objects.create(user=user).key
-
 
 def _post(client, body, token: str | None):
     headers = {"HTTP_AUTHORIZATION": f"Token {token}"} if token else {}

@@ -226,13 +226,17 @@ def test_a_file_source_compaction_is_marked_at_the_batch_whose_offset_reached_it
     assert source_marks == [(4, "file source 0 log compaction: sources/0/2.compact"), (10, "file source 0 log compaction: sources/0/5.compact")]
 
 
+def _store_restarted(progress: list[dict], *, at_batch: int) -> str:
+    """Store the progress as if the query was restarted at ``at_batch``; return the new run id."""
+    new_run = str(uuid.uuid5(uuid.NAMESPACE_URL, f"run from {at_batch}"))
+    _store([{**p, "runId": new_run} if p["batchId"] >= at_batch else p for p in progress])
+    return new_run
+
+
 def test_a_restart_is_marked_at_the_first_batch_of_the_new_run(viewer_client, copy_checkpoint):
     checkpoint = _registered(copy_checkpoint, "file_source_dedup")
     progress = _report("file_source_dedup")
-    new_run = str(uuid.uuid5(uuid.NAMESPACE_URL, "second run"))
-    for fields in progress[8:]:
-        fields["runId"] = new_run
-    _store(progress)
+    new_run = _store_restarted(progress, at_batch=8)
 
     marks = marks_of(_figures(viewer_client, checkpoint)["batch-duration"])
 
@@ -254,10 +258,7 @@ def test_a_run_that_reran_the_last_batch_of_the_previous_one_starts_at_that_batc
 def test_a_pinned_conf_that_changed_at_a_restart_is_marked_with_the_change(viewer_client, copy_checkpoint):
     checkpoint = _registered(copy_checkpoint, "file_source_dedup")
     progress = _report("file_source_dedup")
-    new_run = str(uuid.uuid5(uuid.NAMESPACE_URL, "upgraded"))
-    for fields in progress[14:]:
-        fields["runId"] = new_run
-    _store(progress)
+    _store_restarted(progress, at_batch=14)
     conf = Batch.objects.get(checkpoint=checkpoint, batch_id=13).conf
     Batch.objects.filter(checkpoint=checkpoint, batch_id__gte=14).update(conf={**conf, "spark.sql.shuffle.partitions": "8"})
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from pipelines.generate_fixtures import write_dedup_input
 from pipelines.progress_listener import CkptwebProgressListener
 from pipelines.queries import build_session, file_source_dedup_query
+from spark.restart import run_to_end
 
 COMPACT_INTERVAL = 2
-RUN_TIMEOUT_SECONDS = 300
 SEND_TIMEOUT_SECONDS = 120
 
 
@@ -39,21 +39,6 @@ def session_conf(event_log_dir: Path) -> dict[str, str]:
         "spark.sql.streaming.fileSink.log.compactInterval": str(COMPACT_INTERVAL),
         "spark.sql.streaming.fileSource.log.compactInterval": str(COMPACT_INTERVAL),
     }
-
-
-def run_once(spark, base: Path) -> list[dict]:
-    """Start the query with Trigger.AvailableNow and wait for it to finish; return its progress."""
-    query = file_source_dedup_query(spark, base).trigger(availableNow=True).start()
-    try:
-        finished = query.awaitTermination(RUN_TIMEOUT_SECONDS)
-    finally:
-        if query.isActive:
-            query.stop()
-    if query.exception() is not None:
-        raise RuntimeError(f"the query in {base} failed: {query.exception()}")
-    if not finished:
-        raise RuntimeError(f"the query in {base} did not finish within {RUN_TIMEOUT_SECONDS} s")
-    return [json.loads(progress.json) for progress in query.recentProgress]
 
 
 def wait_until_sent(listener: CkptwebProgressListener, count: int) -> None:
@@ -79,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     progress = []
     for run in range(args.runs):
         write_dedup_input(base / "input", run)
-        progress += run_once(spark, base)
+        progress += run_to_end(file_source_dedup_query(spark, base).trigger(availableNow=True).start(), base)
     wait_until_sent(listener, len(progress))
     spark.streams.removeListener(listener)
     closed = listener.close(timeout_seconds=30)

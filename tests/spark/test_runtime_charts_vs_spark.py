@@ -14,11 +14,9 @@ import subprocess
 import sys
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.urls import reverse
 from fixture_paths import REPO_DIR
-from rest_framework.authtoken.models import Token
 from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of
 
 from dashboards.models import BatchProgress, EventLogDirectory, QueryRun
@@ -32,12 +30,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 RUNS = 3
 PIPELINE_TIMEOUT_SECONDS = 900
 
-
-@pytest.fixture
-def pipeline_token(django_user_model) -> str:
-    user = django_user_model.objects.create_user("pipeline")
-    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
-    return Token.objects.create(user=user).key
 
 
 @pytest.fixture
