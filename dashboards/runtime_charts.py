@@ -14,6 +14,7 @@ of one kind share a legend entry, which hides or shows them all.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ PHASE_ORDER = (
     "commitOffsets",
 )
 TOTAL_PHASE = "triggerExecution"
+SENTENCE_LINE_CHARS = 44  # a sentence in place of a chart fits a 380-pixel chart
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,12 +291,14 @@ def _longest(values: Iterable[int | None]) -> int | None:
 
 
 def _sentence_figure(sentence: str) -> go.Figure:
-    """No axes, only what is missing: an empty chart says so in words."""
+    """No axes, only what is missing: an empty chart says so in words (broken into lines by hand:
+    Plotly does not wrap an annotation, and a chart may be a phone's width)."""
     figure = go.Figure()
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
-    figure.add_annotation(text=sentence, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"size": 13, "color": "#555"})
-    figure.update_layout(meta={"sentence": sentence})
+    lines = "<br>".join(textwrap.wrap(sentence, SENTENCE_LINE_CHARS))
+    figure.add_annotation(text=lines, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"size": 13, "color": "#555"})
+    figure.update_layout(meta={"sentence": sentence}, plot_bgcolor="#fff")
     return figure
 
 

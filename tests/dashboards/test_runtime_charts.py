@@ -88,7 +88,8 @@ def test_a_rocksdb_query_says_why_it_has_no_cache_hit_ratio(viewer_client, copy_
     cache = _figures(viewer_client, checkpoint)["state-cache"]
 
     assert [trace for trace in cache["data"] if trace.get("yaxis") != "y2"] == []
-    assert "only the HDFS state store provider reports" in cache["layout"]["annotations"][0]["text"]
+    assert "only the HDFS state store provider reports" in cache["layout"]["meta"]["sentence"]
+    assert max(len(line) for line in cache["layout"]["annotations"][0]["text"].split("<br>")) <= 44  # fits a phone
 
 
 def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
@@ -134,7 +135,8 @@ def test_a_query_without_watermark_says_so_instead_of_an_empty_gap_chart(viewer_
     gap = _figures(viewer_client, checkpoint)["watermark-gap"]
 
     assert [trace for trace in gap["data"] if trace.get("yaxis") != "y2"] == []
-    assert gap["layout"]["annotations"][0]["text"].startswith("No event-time watermark in this range")
+    assert gap["layout"]["meta"]["sentence"].startswith("No event-time watermark in this range")
+    assert gap["layout"]["annotations"][0]["text"].replace("<br>", " ") == gap["layout"]["meta"]["sentence"]
     assert gap["layout"]["xaxis"]["visible"] is False and gap["layout"]["yaxis"]["visible"] is False
 
 
