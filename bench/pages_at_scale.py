@@ -132,7 +132,7 @@ def _live_batches(base: str, session: requests.Session, checkpoint: int, batches
     from dashboards.models import Checkpoint
 
     query = Checkpoint.objects.get(pk=checkpoint).query_id
-    pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "state-chart")}
+    pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "runtime-charts")}
     times: dict[str, list[float]] = {name: [] for name in pages}
     for batch in range(batches, batches + count):
         with connection.cursor() as cursor:

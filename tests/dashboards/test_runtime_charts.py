@@ -5,6 +5,7 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import plotly.graph_objects as go
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -81,12 +82,20 @@ def test_every_runtime_chart_draws_what_spark_reported_for_each_batch(viewer_cli
     assert_drawn_as_reported(figures, progress)
 
 
+def test_every_runtime_figure_is_valid_for_plotly(viewer_client, dedup):
+    Finding.objects.create(checkpoint=dedup, code="empty-file", severity=Finding.Severity.ERROR, path="commits/13", message="empty")
+
+    for figure in _figures(viewer_client, dedup).values():
+        go.Figure(figure)  # plotly.py's schema check: raises ValueError naming a wrong property
+
+
 def test_a_rocksdb_query_says_why_it_has_no_cache_hit_ratio(viewer_client, copy_checkpoint):
     checkpoint = _registered(copy_checkpoint, "rocksdb_changelog_agg")
     _store(_report("rocksdb_changelog_agg"))
 
     cache = _figures(viewer_client, checkpoint)["state-cache"]
 
+    go.Figure(cache)
     assert [trace for trace in cache["data"] if trace.get("yaxis") != "y2"] == []
     assert "only the HDFS state store provider reports" in cache["layout"]["meta"]["sentence"]
     assert max(len(line) for line in cache["layout"]["annotations"][0]["text"].split("<br>")) <= 44  # fits a phone
