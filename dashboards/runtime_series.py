@@ -1,6 +1,6 @@
 """The rows the Runtime charts plot: every reported batch's progress and state operators, downsampled in SQL.
 
-As the timeline and state-metrics series (dashboards.chart_series): the key span first, then one
+As the batch timeline series (dashboards.chart_series): the key span first, then one
 downsampling statement per series, the settled buckets cached. The query-wide series keeps each
 bucket's extremes of the rates, the input rows, the batch duration and the watermark gap (the
 phases are drawn stacked, so the batch duration is their envelope); the operator series keeps
