@@ -353,7 +353,10 @@ def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_
     if is_sentence:
         return
     layout.update(plot_bgcolor="#E5ECF6")
-    layout["xaxis"] = {"type": "date", "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC", **_AXIS_LOOK}
+    layout["xaxis"] = {
+        "type": "date", "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC", "title": {"text": "batch start (UTC)", "font": {"size": 10}, "standoff": 4},
+        **_AXIS_LOOK,
+    }
     layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
     if decorations.traces:
         _add_lane(figure, decorations)

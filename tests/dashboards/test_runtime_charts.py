@@ -110,7 +110,9 @@ def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
         "rates": "rows/s", "input-rows": "rows", "batch-duration": "ms", "phases": "ms", "watermark-gap": "d",
         "state-rows": "rows", "state-changes": "rows", "state-memory": "bytes", "state-cache": "hit ratio",
     }
-    assert all(figure["layout"]["xaxis"]["type"] == "date" for figure in figures.values())
+    assert {(figure["layout"]["xaxis"]["type"], figure["layout"]["xaxis"]["title"]["text"]) for figure in figures.values()} == {
+        ("date", "batch start (UTC)")
+    }
 
 
 def test_batches_of_ten_seconds_or_more_are_drawn_in_seconds(viewer_client, dedup):
