@@ -213,12 +213,10 @@ SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if REDIS_URL else 
 # Failed logins allowed per client address and user name in a window, then 429 until it ends.
 LOGIN_FAILURES_LIMIT = env_int("LOGIN_FAILURES_LIMIT", 10)
 LOGIN_FAILURES_WINDOW_SECONDS = env_int("LOGIN_FAILURES_WINDOW_SECONDS", 900)
-CELERY_BROKER_TRANSPORT = None  # from the URL's scheme
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
 else:
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT = "ckptweb.filesystem_broker:Transport"
+    CELERY_BROKER_URL = "ckptwebfs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
