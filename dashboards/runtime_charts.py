@@ -13,7 +13,7 @@ hover names the event.
 
 The figures are plain dicts in Plotly's figure schema, serialised with ``json``: plotly.py's
 graph objects validate and deep-copy every array, which took 360 ms of CPU for the nine figures
-of a long history (1,000 points each), against about 20 ms this way; the few layout properties
+of a long history (1,000 points each), against about 10 ms this way; the few layout properties
 of plotly.py's default template that the page's other charts show are set here.
 """
 from __future__ import annotations

@@ -3,6 +3,7 @@ from a point; a checkpoint without progress shows the sentence instead of axes."
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime
 
@@ -29,6 +30,7 @@ DRAWN = """() => Object.fromEntries([...document.querySelectorAll('#runtime .cha
     xaxis: el.layout.xaxis.range,
 }]))"""
 NARROW_PX = 420
+REFRESH_SECONDS = 30  # data-refresh-seconds of the section (partials/runtime.html)
 
 
 @pytest.fixture
@@ -67,14 +69,16 @@ def test_the_runtime_charts_draw_every_batch_with_the_marks_and_zoom_together(br
     fetched = []
     page.on("request", lambda request: fetched.append(request.url) if "/charts/runtime.json" in request.url else None)
 
+    opened = time.monotonic()
     _open(page, live_server, restarted_dedup, django_user_model)
     drawn = page.evaluate(DRAWN)
+    refreshes = int((time.monotonic() - opened) // REFRESH_SECONDS)  # a slow machine may reach the section's refresh
     SCREENSHOT_DIR.mkdir(exist_ok=True)
     page.locator("#runtime").screenshot(path=str(SCREENSHOT_DIR / "runtime.png"))
     page.locator("#runtime-rates").screenshot(path=str(SCREENSHOT_DIR / "runtime-rates.png"))
 
     assert list(drawn) == [chart.part for chart in RUNTIME_CHARTS]
-    assert len(fetched) == 1  # one answer for every chart
+    assert 1 <= len(fetched) <= 1 + refreshes  # one answer for every chart
     for part, chart in drawn.items():
         assert chart["rendered"] == "true", part
         assert chart["points"] and all(count > 0 for count in chart["points"]), part
