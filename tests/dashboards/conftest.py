@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixture_paths import SPARK_TEST_RESOURCES
+from fixture_paths import KILLED_MID_BATCH, SPARK_TEST_RESOURCES
 
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
 
@@ -18,3 +18,30 @@ def synced(copy_checkpoint):
     sync_checkpoint(checkpoint.pk)
     checkpoint.refresh_from_db()
     return checkpoint
+
+
+@pytest.fixture
+def killed_synced(copy_checkpoint):
+    """The PySpark fixture killed before batch 6's commit, synced; no catch-up asked for yet."""
+    from django.core.cache import cache
+    from factories import make_checkpoint
+
+    from dashboards.read_api.catchup import catch_up_key
+    from workers.sync import sync_checkpoint
+
+    checkpoint = make_checkpoint(name="killed", url=str(copy_checkpoint(KILLED_MID_BATCH / "checkpoint", name="killed")))
+    sync_checkpoint(checkpoint.pk)
+    cache.delete(catch_up_key(checkpoint.pk))
+    checkpoint.refresh_from_db()
+    return checkpoint
+
+
+@pytest.fixture
+def pipeline_token(django_user_model) -> str:
+    """A machine user with only the ingest permission, and its token."""
+    from django.contrib.auth.models import Permission
+    from rest_framework.authtoken.models import Token
+
+    user = django_user_model.objects.create_user("pipeline")
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.create(user=user).key
