@@ -204,9 +204,11 @@ STORAGES = {
 # middleware starts), so that pytest-django turning DEBUG off does not change what is served.
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
 
-# The broker. With CKPTWEB_REDIS_URL unset, kombu's filesystem transport: messages are files in
-# CKPTWEB_BROKER_DIR, shared by the web process, celery beat and a real, separate worker process
-# on the same machine. It needs no server but does not span machines: use Redis for that.
+# The broker. With CKPTWEB_REDIS_URL unset, kombu's filesystem transport with atomic writes
+# (ckptweb/filesystem_broker.py: the stock one lets a worker read a half-written message and die):
+# messages are files in CKPTWEB_BROKER_DIR, shared by the web process, celery beat and a real,
+# separate worker process on the same machine. It needs no server but does not span machines: use
+# Redis for that.
 REDIS_URL = env("REDIS_URL")
 BROKER_DIR = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
 # The cache holds the login limiter's counters: shared through Redis when there is one, else per
@@ -225,7 +227,7 @@ LOGIN_FAILURES_WINDOW_SECONDS = env_int("LOGIN_FAILURES_WINDOW_SECONDS", 900)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
 else:
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "ckptwebfs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

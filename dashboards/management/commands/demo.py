@@ -2,7 +2,8 @@
 
 Migrates, creates a demo user, starts the PySpark demo pipeline (pipelines/demo.py), registers
 the checkpoints it writes, then runs gunicorn, a Celery worker and celery beat until Ctrl-C or
-SIGTERM, when it stops every process it started.
+SIGTERM, when it stops every process it started. A process that exits meanwhile is started again
+and said so (dashboards/management/supervisor.py), instead of ending the demo.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+
+from ..supervisor import Supervisor
 
 PIPELINE_USER = "demo-pipeline"
 # The demo pipeline's spark.sql.streaming.fileSink.log.compactInterval (pipelines/demo.py DEMO_CONF).
@@ -37,27 +40,39 @@ class Command(BaseCommand):
     def handle(self, *args, port: int, seconds: int, **options) -> None:
         call_command("migrate", verbosity=0)
         password = _ensure_demo_user()
-        processes: list[subprocess.Popen] = []
+        supervisor = Supervisor(self._say)
         # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _raise_keyboard_interrupt)
         try:
             ingest = {"CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}", "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token()}
-            pipeline = _start(
-                [sys.executable, "-m", "pipelines.demo", str(_demo_dir())], processes, stdout=subprocess.PIPE,
-                env={**os.environ, **ingest},
+            pipeline_env = {**os.environ, **ingest}
+            # Started again after a crash, it resumes its queries from their checkpoints, which are
+            # registered already: its output then goes straight to ours.
+            pipeline = supervisor.start(
+                "the PySpark demo pipeline", [sys.executable, "-m", "pipelines.demo", str(_demo_dir())],
+                stdout=subprocess.PIPE, env=pipeline_env, restart_kwargs={"env": pipeline_env},
             )
             self._register_demo_checkpoints(pipeline)
-            _start(_celery("worker", "--loglevel=INFO", "--concurrency=2"), processes)
-            _start(_celery("beat", "--loglevel=INFO"), processes)
-            _start([sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"], processes)
+            supervisor.start("the Celery worker", _celery("worker", "--loglevel=INFO", "--concurrency=2"))
+            supervisor.start("celery beat", _celery("beat", "--loglevel=INFO"))
+            supervisor.start(
+                "the web server (gunicorn)",
+                [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+            )
             self.stdout.write(self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}"))
             self.stdout.write("Press Ctrl-C to stop everything.")
-            _wait(processes, seconds)
+            _supervise(supervisor, seconds)
         except KeyboardInterrupt:
             self.stdout.write("stopping…")
         finally:
-            _stop(processes)
+            # A second Ctrl-C must not cut the shutdown short.
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_IGN)
+            supervisor.stop()
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(self.style.WARNING(line))
 
     def _register_demo_checkpoints(self, pipeline: subprocess.Popen) -> None:
         """Register each checkpoint the pipeline announces on stdout ("checkpoint NAME PATH")."""
@@ -114,35 +129,11 @@ def _celery(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "ckptweb", *arguments]
 
 
-def _start(command: list[str], processes: list[subprocess.Popen], **kwargs) -> subprocess.Popen:
-    # Each child leads its own process group so that stopping it also stops what it started (the JVM).
-    process = subprocess.Popen(command, start_new_session=True, **kwargs)
-    processes.append(process)
-    return process
-
-
-def _wait(processes: list[subprocess.Popen], seconds: int) -> None:
+def _supervise(supervisor: Supervisor, seconds: int) -> None:
     deadline = time.monotonic() + seconds if seconds else None
     while deadline is None or time.monotonic() < deadline:
-        for process in processes:
-            if process.poll() is not None:
-                raise CommandError(f"{' '.join(process.args[:4])} exited with {process.returncode}")
+        supervisor.check()
         time.sleep(1)
-
-
-def _stop(processes: list[subprocess.Popen]) -> None:
-    # SIGTERM to each leader only: celery, gunicorn and the pipeline stop their own children
-    # (pool processes, the JVM) in order; the whole group is killed only if that hangs.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
-    for process in reversed(processes):
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _raise_keyboard_interrupt(signum, frame) -> None:
