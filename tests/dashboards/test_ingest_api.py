@@ -19,7 +19,6 @@ REPORT = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.jso
 PROGRESS = REPORT["progress"]
 
 
-
 def _post(client, body, token: str | None):
     headers = {"HTTP_AUTHORIZATION": f"Token {token}"} if token else {}
     return client.post(URL, json.dumps(body), content_type="application/json", **headers)
@@ -79,14 +78,32 @@ def test_a_user_without_the_ingest_permission_gets_403(client, django_user_model
         ({}, "send exactly one of 'progress' and 'idle'"),
         ({"progress": {**PROGRESS[0], "batchId": "seven"}}, "batchId"),
         ({"progress": {key: value for key, value in PROGRESS[0].items() if key != "id"}}, "id"),
+        # Found by the schema test: a query id that is no UUID was a 500 when the row was stored.
+        ({"progress": {**PROGRESS[0], "id": "orders-query"}}, "'id' is not a UUID: 'orders-query'"),
+        ({"idle": {"id": PROGRESS[0]["id"], "runId": "run-2", "timestamp": "2031-01-02T03:04:05Z"}}, "'runId' is not a UUID"),
+        ({"progress": {**PROGRESS[0], "timestamp": "0001-01-01T00:00:00+01:00"}}, "outside years 1-9999 in UTC"),
     ],
-    ids=["no progress", "batch id not a number", "no query id"],
+    ids=["no progress", "batch id not a number", "no query id", "query id not a uuid", "run id not a uuid", "before year 1"],
 )
 def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token, body, reason):
     response = _post(client, body, pipeline_token)
     assert response.status_code == 400
     assert reason in response.json()["error"]
     assert not BatchProgress.objects.exists()
+
+
+def test_names_of_any_length_and_offsets_of_any_size_are_stored(client, pipeline_token):
+    # Found by the schema test on PostgreSQL: a state operator name over 100 characters and a
+    # UTC offset over 15 hours were 500s (the column's length, the database's offset range).
+    operator = {**PROGRESS[0]["stateOperators"][0], "operatorName": "o" * 300}
+    progress = {**PROGRESS[0], "name": "q" * 400, "timestamp": "2026-11-22T22:49:00+22:49", "stateOperators": [operator]}
+
+    response = _post(client, {"progress": progress}, pipeline_token)
+
+    assert response.status_code == 201
+    row = BatchProgress.objects.get()
+    assert (row.query.name, row.state_operators.get().operator_name) == ("q" * 400, "o" * 300)
+    assert row.timestamp.isoformat() == "2026-11-22T00:00:00+00:00"
 
 
 def test_a_body_that_is_not_json_is_refused(client, pipeline_token):

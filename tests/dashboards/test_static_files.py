@@ -145,3 +145,14 @@ def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_yea
     )
     assert "immutable" in cache_control and int(cache_control["max-age"]) >= ONE_YEAR_SECONDS
     assert int(response["Content-Length"]) < 600_000
+
+
+@pytest.mark.django_db
+def test_production_serves_the_api_docs_page_with_swagger_ui_under_hashed_names(production_static, viewer_client):
+    page = viewer_client.get("/api/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
+
+    assert len(assets) == 4  # the favicon, the stylesheet and the two scripts of drf-spectacular-sidecar
+    for asset in assets:
+        assert re.fullmatch(r"/static/drf_spectacular_sidecar/swagger-ui-dist/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)", asset), asset
+        assert viewer_client.get(asset).status_code == 200, asset
