@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI's files, served by us from the pinned package: the docs page loads nothing from a CDN.
+    "drf_spectacular_sidecar",
     "dashboards",
     "workers",
 ]
@@ -166,6 +168,15 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Spark Structured Streaming checkpoints: what ckptweb has read, and progress ingestion.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page need a token or a session, like the API they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: Swagger UI's validator badge (not in the layout drf-spectacular uses, but a
+    # setting away) would send the schema's URL to validator.swagger.io for any host but localhost.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "dashboards.api_responses.require_request_bodies"],
 }
 LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
 LOGOUT_REDIRECT_URL = "login"

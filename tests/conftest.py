@@ -65,6 +65,17 @@ def viewer_client(client, viewer_user):
 
 
 @pytest.fixture
+def pipeline_token(django_user_model) -> str:
+    """A machine user with only the permission to send progress (what a pipeline's listener uses), and its token."""
+    from django.contrib.auth.models import Permission
+    from rest_framework.authtoken.models import Token
+
+    user = django_user_model.objects.create_user("pipeline")
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.create(user=user).key
+
+
+@pytest.fixture
 def eager_celery():
     """Run tasks in the calling process (for view tests that only check what a task leads to)."""
     from ckptweb.celery import app

@@ -15,7 +15,7 @@ from workers.sync import sync_checkpoint
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DEDUP = OUR_FIXTURES / "file_source_dedup"
-CHARTS = ("#batch-timeline", "#state-heatmap", "#inventory-growth", "#state-metrics-chart")
+CHARTS = ("#batch-timeline", "#state-heatmap", "#inventory-growth", "#runtime-state-rows")
 
 
 def test_query_page_renders_every_panel_of_a_file_source_query(browser_page, live_server, copy_checkpoint, django_user_model):
