@@ -132,7 +132,7 @@ def _live_batches(base: str, session: requests.Session, checkpoint: int, batches
     from dashboards.models import Checkpoint
 
     query = Checkpoint.objects.get(pk=checkpoint).query_id
-    pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "state-chart")}
+    pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "runtime-charts")}
     times: dict[str, list[float]] = {name: [] for name in pages}
     for batch in range(batches, batches + count):
         with connection.cursor() as cursor:
@@ -151,7 +151,7 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
         "batches-deep": f"{base}/panels/batches/?before={batches // 2}",
         "timeline": f"{base}/charts/timeline.json",
         "timeline-zoom": f"{base}/charts/timeline.json?from={batches // 2}&to={batches // 2 + 1000}",
-        "state-chart": f"{base}/charts/state-metrics.json",
+        "runtime-charts": f"{base}/charts/runtime.json",
         # The read API (session auth here; a token costs the same lookup).
         "api-batches": f"/api/v1{base}/batches/",
         "api-batches-deep": f"/api/v1{base}/batches/?after={batches // 2}",

@@ -3,6 +3,9 @@ import os
 
 from celery import Celery
 
+from .filesystem_broker import register_scheme
+
+register_scheme()  # the embedded default's broker URL, ckptwebfs://
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
 
 app = Celery("ckptweb")

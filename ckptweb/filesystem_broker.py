@@ -17,7 +17,9 @@ when they are first created. This transport closes both windows:
   sees the old table or the new one, never an empty file.
 
 Every folder must be on one filesystem (settings derive them all from CKPTWEB_BROKER_DIR).
-Redis stays the broker for anything beyond one machine.
+Redis stays the broker for anything beyond one machine. The transport has a URL scheme of its own,
+``ckptwebfs://``, registered with kombu by ``register_scheme()`` (ckptweb/celery.py calls it), so
+that the broker URL alone says which transport every connection uses.
 """
 from __future__ import annotations
 
@@ -30,12 +32,18 @@ from pathlib import Path
 from time import monotonic
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem, virtual
+from kombu.transport import TRANSPORT_ALIASES, filesystem, virtual
 from kombu.utils.json import dumps, loads
 
 logger = logging.getLogger(__name__)
 
 REJECTED_FOLDER = "rejected"
+SCHEME = "ckptwebfs"
+
+
+def register_scheme() -> None:
+    """Let kombu open ``ckptwebfs://`` URLs with this transport (idempotent)."""
+    TRANSPORT_ALIASES.setdefault(SCHEME, f"{__name__}:Transport")
 
 
 class Channel(filesystem.Channel):

@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI's files, served by us from the pinned package: the docs page loads nothing from a CDN.
+    "drf_spectacular_sidecar",
     "dashboards",
     "workers",
 ]
@@ -166,6 +168,15 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Spark Structured Streaming checkpoints: what ckptweb has read, and progress ingestion.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page need a token or a session, like the API they describe.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: Swagger UI's validator badge (not in the layout drf-spectacular uses, but a
+    # setting away) would send the schema's URL to validator.swagger.io for any host but localhost.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "dashboards.api_responses.require_request_bodies"],
 }
 LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -213,12 +224,10 @@ SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if REDIS_URL else 
 # Failed logins allowed per client address and user name in a window, then 429 until it ends.
 LOGIN_FAILURES_LIMIT = env_int("LOGIN_FAILURES_LIMIT", 10)
 LOGIN_FAILURES_WINDOW_SECONDS = env_int("LOGIN_FAILURES_WINDOW_SECONDS", 900)
-CELERY_BROKER_TRANSPORT = None  # from the URL's scheme
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
 else:
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT = "ckptweb.filesystem_broker:Transport"
+    CELERY_BROKER_URL = "ckptwebfs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -313,6 +322,12 @@ STATE_FANOUT_CHUNK_PARTITIONS = env_int("STATE_FANOUT_CHUNK_PARTITIONS", 50, min
 # Counting a state partition's rows reads its whole load chain: partitions needing more are
 # listed with "not counted" instead.
 STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)
+# A sync that stores newly committed batches brings the state figures to the version they
+# committed by reading only the new versions' delta/changelog files (workers/state_follow.py),
+# with each partition's key set kept in DATA_DIR/statekeys. On an object store (GET requests cost
+# money and time) it does so at most once per this many seconds per checkpoint; local: every sync.
+STATE_FOLLOW_MIN_SECONDS = env_int("STATE_FOLLOW_MIN_SECONDS", 60, minimum=0)
+STATE_KEYS_DIR = DATA_DIR / "statekeys"
 # Assumed throughput of writing a compact file, for the "compaction slower than the trigger"
 # projection of the compaction panel (no progress metric times the compaction itself).
 COMPACTION_BYTES_PER_SECOND = env_int("COMPACTION_BYTES_PER_SECOND", 20 * 1024 * 1024)

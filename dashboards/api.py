@@ -10,7 +10,7 @@ beyond CKPTWEB_INGEST_RATE requests per user (the listener retries, then spools)
 """
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from workers.checkpoint import CheckpointError, QueryIdleEvent
 from workers.checkpoint.progress import idle_event_from_dict, progress_from_dict
 
+from . import progress_schema
 from .models import BatchProgress, QueryRun
 
 INGEST_SOURCE = "request body: progress"
@@ -53,12 +54,8 @@ class ProgressIngestView(APIView):
     throttle_scope = "ingest"
 
     @extend_schema(
-        request=ProgressEnvelope,
-        responses={
-            200: inline_serializer("ProgressReplaced", {"query_id": serializers.UUIDField(), "batch_id": serializers.IntegerField(), "created": serializers.BooleanField()}),
-            201: inline_serializer("ProgressCreated", {"query_id": serializers.UUIDField(), "batch_id": serializers.IntegerField(), "created": serializers.BooleanField()}),
-            400: inline_serializer("ProgressRejected", {"error": serializers.CharField()}),
-        },
+        description=progress_schema.DESCRIPTION, request=progress_schema.REQUEST, responses=progress_schema.RESPONSES,
+        examples=progress_schema.EXAMPLES,
     )
     def post(self, request):
         envelope = ProgressEnvelope(data=request.data)

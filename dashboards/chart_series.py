@@ -1,4 +1,5 @@
-"""The rows the batch timeline and state-metrics charts plot, downsampled in the database when long.
+"""The rows the batch timeline plots, downsampled in the database when long, and the machinery the
+Runtime charts' series share (dashboards.runtime_series).
 
 Each series reads the key span first (MIN/MAX batch id, answered from an index) to pick a bucket
 width, then one downsampling statement (dashboards.downsample): two queries whatever the number of
@@ -11,38 +12,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db.models import (
-    Case,
-    F,
-    FloatField,
-    IntegerField,
-    Max,
-    Min,
-    QuerySet,
-    Value,
-    When,
-    Window,
-)
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Lag, NullIf
+from django.db.models import Case, F, IntegerField, Max, Min, QuerySet, Value, When, Window
+from django.db.models.functions import Lag
 
 from .batch_pages import batch_id_or_none
-from .charts import StatePoint, TimelinePoint
-from .downsample import SeriesShape, bucket_width_for, select_downsampled
+from .charts import TimelinePoint
+from .downsample import MAX_POINTS_PER_SERIES, SeriesShape, bucket_width_for, select_downsampled
 from .fragments import checkpoint_identity
-from .models import (
-    CACHE_HITS,
-    CACHE_MISSES,
-    BatchProgress,
-    Checkpoint,
-    StateOperatorMetrics,
-)
+from .models import Checkpoint
 
 # committed_flag makes a bucket keep one uncommitted batch (its minimum) when it has any.
 TIMELINE_SHAPE = SeriesShape(key="batch_id", values=("batch_id", "interval_ms", "watermark_ms", "committed_flag"))
-STATE_SHAPE = SeriesShape(
-    key="batch_id", values=("num_rows_total", "memory_used_bytes", "cache_hit_ratio"), partition="operator_index"
-)
 DOWNSAMPLED_CACHE_SECONDS = 300
 
 
@@ -80,8 +60,8 @@ class SampledSeries:
 def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """Timed batches of a checkpoint (Spark 2.0-era batches with timestamp 0 cannot be placed)."""
     batches = checkpoint.batches.filter(**batch_range.lookups("batch_id"))
-    span = _key_span(batches, "batch_id")
-    width = _bucket_width(span, TIMELINE_SHAPE)
+    span = key_span(batches, "batch_id")
+    width = bucket_width(span, TIMELINE_SHAPE)
 
     def read(first: int, last: int) -> list[TimelinePoint]:
         # From the batch before ``first`` too, so that the first row's interval is the real one.
@@ -102,7 +82,7 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     def uncommitted_below(boundary: int) -> tuple:
         return (batches.filter(is_committed=False, batch_id__lt=boundary).count(),)
 
-    return _read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
+    return read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
 
 
 def timeline_rows(batches: QuerySet) -> QuerySet:
@@ -113,46 +93,17 @@ def timeline_rows(batches: QuerySet) -> QuerySet:
     ).values("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
 
 
-def state_metrics_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
-    """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
-    span = _key_span(progress, "batch_id")
-    width = _bucket_width(span, STATE_SHAPE)
-
-    def read(first: int, last: int) -> list[StatePoint]:
-        return _read_state_points(checkpoint.query_id, BatchRange(first, last), width)
-
-    # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return _read_settled_then_tail(("state", *checkpoint_identity(checkpoint)), span, width, span[1], read)
-
-
-def _read_state_points(query_id: int | None, batch_range: BatchRange, width: int) -> list[StatePoint]:
-    hits, misses = (Cast(KT(f"custom_metrics__{name}"), FloatField()) for name in (CACHE_HITS, CACHE_MISSES))
-    rows = StateOperatorMetrics.objects.filter(progress__query_id=query_id, **batch_range.lookups("progress__batch_id")).values(
-        "operator_index", "operator_name", "num_rows_total", "memory_used_bytes",
-        batch_id=F("progress__batch_id"), cache_hits=hits, cache_misses=misses,
-        cache_hit_ratio=hits / NullIf(hits + misses, Value(0.0)),
-    )
-    return [
-        StatePoint(
-            row["batch_id"], row["operator_index"], row["operator_name"], row["num_rows_total"], row["memory_used_bytes"],
-            _count_or_none(row["cache_hits"]), _count_or_none(row["cache_misses"]),
-        )
-        for row in select_downsampled(rows, STATE_SHAPE, width=width)
-    ]
-
-
-def _key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
+def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
     """The lowest and highest key of ``keyed`` (answered from the key's index)."""
     span = keyed.aggregate(first=Min(key), last=Max(key))
     return span["first"], span["last"]
 
 
-def _bucket_width(span: tuple[int | None, int | None], shape: SeriesShape) -> int:
+def bucket_width(span: tuple[int | None, int | None], shape: SeriesShape, *, max_points: int = MAX_POINTS_PER_SERIES) -> int:
     """Keys per bucket, rounded up to a power of two: a width that moved with every new batch
     would move every bucket's boundaries, and no settled bucket could be reused."""
     first, last = span
-    width = 1 if first is None else bucket_width_for(last - first + 1, len(shape.values))
+    width = 1 if first is None else bucket_width_for(last - first + 1, len(shape.values), max_points=max_points)
     return 1 if width == 1 else 1 << (width - 1).bit_length()
 
 
@@ -164,13 +115,7 @@ def timeline_version(checkpoint: Checkpoint) -> tuple:
     )
 
 
-def state_metrics_version(checkpoint: Checkpoint) -> tuple:
-    """What moves when progress arrives: the span of its batch ids (one index lookup)."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
-    return (*checkpoint_identity(checkpoint), checkpoint.query_id, *_key_span(progress, "batch_id"))
-
-
-def _read_settled_then_tail(
+def read_settled_then_tail(
     key_parts: tuple,
     span: tuple[int | None, int | None],
     width: int,
@@ -199,8 +144,3 @@ def _read_settled_then_tail(
         key = "downsampled:" + ":".join(str(part) for part in parts).replace(" ", "_")
         settled = cache.get_or_set(key, lambda: read(first, boundary - 1), DOWNSAMPLED_CACHE_SECONDS)
     return SampledSeries(settled + read(boundary, last), width)
-
-
-def _count_or_none(value: float | None) -> int | None:
-    # The JSON counters are cast to float for the ratio in SQL; they are whole numbers.
-    return None if value is None else int(value)

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from workers.checkpoint import is_compaction_batch
 
 from .compaction import CompactionOutlook
-from .models import cache_hit_ratio, ms_to_datetime
+from .models import ms_to_datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,45 +153,6 @@ def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
             row=2, col=1,
         )
     figure.update_layout(height=480, margin={"l": 60, "r": 20, "t": 40, "b": 40})
-    return figure
-
-
-@dataclass(frozen=True, slots=True)
-class StatePoint:
-    batch_id: int
-    operator_index: int
-    operator_name: str
-    num_rows_total: int | None
-    memory_used_bytes: int | None
-    cache_hits: int | None
-    cache_misses: int | None
-
-
-def state_metrics_figure(points: Iterable[StatePoint], *, bucket_width: int = 1) -> go.Figure:
-    """Per stateful operator over batches: rows in state, memoryUsedBytes, and the cache hit ratio.
-
-    The hit ratio is the HDFS provider's loadedMapCacheHitCount / (hits + misses) of each batch;
-    a miss means a version was loaded from files (a restart, a rebalanced partition). A
-    ``bucket_width`` above 1 says the points are the min/max of every that many batches.
-    """
-    by_operator: dict[str, list[StatePoint]] = {}
-    for point in points:
-        by_operator.setdefault(f"{point.operator_index}: {point.operator_name}", []).append(point)
-    figure = make_subplots(
-        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
-        subplot_titles=("Rows in state (numRowsTotal)", "memoryUsedBytes", "State cache hit ratio"),
-    )
-    for label, series in sorted(by_operator.items()):
-        batches = [p.batch_id for p in series]
-        common = {"mode": "lines+markers", "legendgroup": label}
-        figure.add_trace(go.Scatter(x=batches, y=[p.num_rows_total for p in series], name=label, **common), row=1, col=1)
-        figure.add_trace(go.Scatter(x=batches, y=[p.memory_used_bytes for p in series], name=label, showlegend=False, **common), row=2, col=1)
-        ratios = [cache_hit_ratio(p.cache_hits, p.cache_misses) for p in series]
-        figure.add_trace(go.Scatter(x=batches, y=ratios, name=label, showlegend=False, **common), row=3, col=1)
-    figure.update_layout(height=620, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"})
-    figure.update_xaxes(title_text="batch id", row=3, col=1)
-    figure.update_yaxes(range=[0, 1.05], row=3, col=1)
-    _say_if_downsampled(figure, bucket_width)
     return figure
 
 

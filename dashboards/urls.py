@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import maintenance, pages as views, registry
+from .views import maintenance, pages as views, registry, runtime
 
 app_name = "dashboards"
 
@@ -20,7 +20,7 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"),
     path("checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json", views.compact_size_chart, name="compact-size-chart"),
     path("checkpoints/<int:checkpoint_id>/charts/inventory.json", views.inventory_growth_chart, name="inventory-growth-chart"),
-    path("checkpoints/<int:checkpoint_id>/charts/state-metrics.json", views.state_metrics_chart, name="state-metrics-chart"),
+    path("checkpoints/<int:checkpoint_id>/charts/runtime.json", runtime.runtime_charts, name="runtime-charts"),
     path("checkpoints/<int:checkpoint_id>/charts/state-heatmap.json", views.state_heatmap_chart, name="state-heatmap-chart"),
     path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/", views.state_partition_detail, name="state-partition"),
     path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/sample/", views.state_partition_sample, name="state-partition-sample"),

@@ -35,7 +35,9 @@ from pipelines.queries import (
     build_session,
     file_source_dedup_query,
     rate_dedup_noop_query,
+    rate_limit_noop_query,
     stop_between_batches,
+    stream_stream_join_noop_query,
     stream_stream_join_query,
     windowed_agg_file_sink_query,
     windowed_agg_foreach_batch_query,
@@ -51,6 +53,9 @@ QUERY_NAMES = (
     "hdfs_zstd_row_checksum",
     "rocksdb_changelog_agg",
     "rocksdb_checkpoint_v2_dedup",
+    "rocksdb_no_changelog_agg",
+    "rocksdb_stream_join",
+    "rocksdb_limit_checkpoint_v2",
 )
 
 GENERATOR_CONF = {
@@ -66,11 +71,20 @@ GENERATOR_CONF = {
     "spark.sql.streaming.fileSource.log.cleanupDelay": "0",
 }
 
-ROCKSDB_CHANGELOG_CONF = {
+ROCKSDB_PROVIDER_CONF = {
     "spark.sql.streaming.stateStore.providerClass":
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+ROCKSDB_CHANGELOG_CONF = {
+    **ROCKSDB_PROVIDER_CONF,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
 }
+# Spark's default: every commit uploads a zip, no changelogs.
+ROCKSDB_NO_CHANGELOG_CONF = {
+    **ROCKSDB_PROVIDER_CONF,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false",
+}
+CHECKPOINT_V2_CONF = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
 
 # SQL confs of single queries, set in the session only while the query starts: a streaming query
 # runs on a clone of the session taken at start (StreamExecution.sparkSessionForStream).
@@ -80,16 +94,18 @@ QUERY_CONF = {
         "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
     },
     "rocksdb_changelog_agg": ROCKSDB_CHANGELOG_CONF,
-    "rocksdb_checkpoint_v2_dedup": {
-        **ROCKSDB_CHANGELOG_CONF,
-        "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
-    },
+    "rocksdb_checkpoint_v2_dedup": {**ROCKSDB_CHANGELOG_CONF, **CHECKPOINT_V2_CONF},
+    "rocksdb_no_changelog_agg": ROCKSDB_NO_CHANGELOG_CONF,
+    "rocksdb_stream_join": ROCKSDB_CHANGELOG_CONF,
+    "rocksdb_limit_checkpoint_v2": {**ROCKSDB_NO_CHANGELOG_CONF, **CHECKPOINT_V2_CONF},
 }
 
 RATE = RateSpec(rows_per_batch=10, start_ms=FIXTURE_START_MS, advance_ms=2000)
 JOIN_LEFT = RateSpec(rows_per_batch=5, start_ms=FIXTURE_START_MS, advance_ms=1000)
 JOIN_RIGHT = RateSpec(rows_per_batch=4, start_ms=FIXTURE_START_MS + 500, advance_ms=1000)
 RATE_BATCHES = 12
+# Reached in batch 6 of 12 (10 rows a batch): later batches let nothing through.
+STREAMING_LIMIT = 55
 # Long enough for a batch to finish before the next trigger, so the query can be stopped idle.
 TRIGGER_INTERVAL = "1500 milliseconds"
 DEDUP_INPUT_FILES = 8
@@ -153,6 +169,15 @@ def run_windowed_agg_noop(spark, base: Path) -> QueryRun:
 
 def run_rate_dedup_noop(spark, base: Path) -> QueryRun:
     return run_rate_query(rate_dedup_noop_query(spark, base, base.name, RATE))
+
+
+def run_stream_stream_join_noop(spark, base: Path) -> QueryRun:
+    """The stream-stream join without a sink: for the state store settings of QUERY_CONF."""
+    return run_rate_query(stream_stream_join_noop_query(spark, base, base.name, JOIN_LEFT, JOIN_RIGHT))
+
+
+def run_rate_limit_noop(spark, base: Path) -> QueryRun:
+    return run_rate_query(rate_limit_noop_query(spark, base, base.name, RATE, STREAMING_LIMIT))
 
 
 @contextmanager
@@ -322,6 +347,9 @@ IN_PROCESS_RUNNERS = {
     "hdfs_zstd_row_checksum": run_windowed_agg_noop,
     "rocksdb_changelog_agg": run_windowed_agg_noop,
     "rocksdb_checkpoint_v2_dedup": run_rate_dedup_noop,
+    "rocksdb_no_changelog_agg": run_windowed_agg_noop,
+    "rocksdb_stream_join": run_stream_stream_join_noop,
+    "rocksdb_limit_checkpoint_v2": run_rate_limit_noop,
 }
 
 

@@ -204,6 +204,18 @@ def rate_dedup_noop_query(spark: SparkSession, base: Path, name: str, spec: Rate
     return noop_sink(deduplicated(rate_dedup_events(spark, spec)), base, name)
 
 
+def stream_stream_join_noop_query(
+    spark: SparkSession, base: Path, name: str, left: RateSpec, right: RateSpec
+) -> DataStreamWriter:
+    """Two rate-micro-batch streams -> watermarks -> time-bounded inner join -> noop sink, named `name`."""
+    return noop_sink(joined_streams(rate_events(spark, left), rate_events(spark, right)), base, name)
+
+
+def rate_limit_noop_query(spark: SparkSession, base: Path, name: str, spec: RateSpec, limit: int) -> DataStreamWriter:
+    """rate-micro-batch -> streaming `limit(limit)` (its state: rows let through so far) -> noop sink."""
+    return noop_sink(rate_events(spark, spec).limit(limit), base, name)
+
+
 def windowed_agg_file_sink_query(
     spark: SparkSession, base: Path, spec: RateSpec, **sink_options: str
 ) -> DataStreamWriter:

@@ -37,6 +37,13 @@ def redis_keys_of_this_run():
     delete_keys_of_this_run(settings.REDIS_URL)
 
 
+@pytest.fixture(autouse=True)
+def state_keys_dir(tmp_path: Path, settings) -> Path:
+    """Where syncs keep state key sets (workers.state_follow): the test's own, not the checkout's var/."""
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    return settings.STATE_KEYS_DIR
+
+
 @pytest.fixture
 def checkpoint_roots(tmp_path: Path, settings) -> Path:
     """An allowed root for registered checkpoints, empty at start."""
@@ -82,6 +89,17 @@ def viewer_client(client, viewer_user):
     """A test client signed in as the viewer."""
     client.force_login(viewer_user)
     return client
+
+
+@pytest.fixture
+def pipeline_token(django_user_model) -> str:
+    """A machine user with only the permission to send progress (what a pipeline's listener uses), and its token."""
+    from django.contrib.auth.models import Permission
+    from rest_framework.authtoken.models import Token
+
+    user = django_user_model.objects.create_user("pipeline")
+    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
+    return Token.objects.create(user=user).key
 
 
 @pytest.fixture

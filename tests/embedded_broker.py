@@ -6,7 +6,9 @@ from pathlib import Path
 
 from kombu import Connection
 
-TRANSPORT = "ckptweb.filesystem_broker:Transport"
+from ckptweb.filesystem_broker import register_scheme
+
+register_scheme()  # spawned publishers set up no Django, so ckptweb/celery.py has not run
 # Messages large enough that writing one takes many times longer than listing the folder, read by a
 # consumer that polls without pause: kombu's stock filesystem transport fails this within the first
 # few messages ("JSONDecodeError: Expecting value: line 1 column 1 (char 0)", as the demo's worker did).
@@ -28,7 +30,7 @@ def broker_options(broker_dir: Path) -> dict:
 
 def connect(broker_dir: Path) -> Connection:
     """A kombu connection to the embedded broker in ``broker_dir``."""
-    return Connection("filesystem://", transport=TRANSPORT, transport_options=broker_options(broker_dir))
+    return Connection("ckptwebfs://", transport_options=broker_options(broker_dir))
 
 
 def publish(broker_dir: str, publisher: int) -> None:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 OUR_FIXTURES = REPO_DIR / "tests" / "fixtures"
+# A PySpark run killed before batch 6's commit: checkpoint/ and the spark-report.json of what Spark read back.
+KILLED_MID_BATCH = OUR_FIXTURES / "killed_mid_batch"
 
 
 def _shared_dir() -> Path:

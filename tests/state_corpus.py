@@ -24,6 +24,15 @@ OUR_STATE_CHECKPOINTS = {
     "hdfs_zstd_row_checksum": ("zstd", True),
 }
 
+# Our PySpark 4.3.0 fixtures whose stores are RocksDB-backed (all lz4, no row checksums).
+ROCKSDB_STATE_CHECKPOINTS = (
+    "rocksdb_changelog_agg",
+    "rocksdb_checkpoint_v2_dedup",
+    "rocksdb_no_changelog_agg",
+    "rocksdb_stream_join",
+    "rocksdb_limit_checkpoint_v2",
+)
+
 
 @dataclass(frozen=True)
 class StateFileCase:

@@ -8,7 +8,8 @@ checkpoint, for ever. Celery beat runs ``prune_history`` hourly:
   (per status: runs, storage calls, bytes) and deleted in the same transaction, so the /metrics
   counters, which are the totals plus the runs still kept, never drop;
 * inventory passes older than CKPTWEB_INVENTORY_HISTORY_DAYS are thinned to the last pass of each
-  (UTC) day, which is what the growth chart needs at that distance.
+  (UTC) day, which is what the growth chart needs at that distance;
+* the state key sets this worker kept (workers.state_follow) for checkpoints since deleted go.
 
 Each checkpoint is pruned in chunks of PRUNE_CHUNK_ROWS, one transaction each. On PostgreSQL
 the runs of a chunk are locked with SKIP LOCKED, so two prunes at once fold disjoint rows.
@@ -22,6 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from dashboards.models import Checkpoint, DirectoryInventory, SyncRun, SyncTotal
+from workers.state_follow import forget_state_keys_except
 
 PRUNE_CHUNK_ROWS = 5_000
 
@@ -31,9 +33,11 @@ def prune_history(now: datetime) -> dict[str, int]:
     runs_cutoff = now - timedelta(days=settings.SYNC_HISTORY_DAYS)
     inventory_cutoff = now - timedelta(days=settings.INVENTORY_HISTORY_DAYS)
     pruned = {"sync_runs": 0, "inventory_rows": 0}
-    for checkpoint_id in Checkpoint.objects.order_by("pk").values_list("pk", flat=True):
+    checkpoint_ids = list(Checkpoint.objects.order_by("pk").values_list("pk", flat=True))
+    for checkpoint_id in checkpoint_ids:
         pruned["sync_runs"] += prune_sync_runs(checkpoint_id, runs_cutoff)
         pruned["inventory_rows"] += thin_inventory(checkpoint_id, inventory_cutoff)
+    pruned["state_key_sets"] = forget_state_keys_except(checkpoint_ids)
     return pruned
 
 

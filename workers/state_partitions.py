@@ -59,9 +59,13 @@ def refresh_state_totals(checkpoint: Checkpoint) -> None:
     )
 
 
-def stored_state_commits(checkpoint: Checkpoint) -> dict[int, SimpleNamespace]:
-    """Batch id -> the commit's stateUniqueIds (RocksDB checkpoint format 2), as the library reads them."""
-    rows = checkpoint.batches.filter(commit_metadata__has_key="stateUniqueIds").values_list("batch_id", "commit_metadata")
+def stored_state_commits(checkpoint: Checkpoint, batch_ids: range | None = None) -> dict[int, SimpleNamespace]:
+    """Batch id -> the commit's stateUniqueIds (RocksDB checkpoint format 2), as the library reads them;
+    of the batches in ``batch_ids`` only, when given."""
+    batches = checkpoint.batches.filter(commit_metadata__has_key="stateUniqueIds")
+    if batch_ids is not None:
+        batches = batches.filter(batch_id__gte=batch_ids.start, batch_id__lt=batch_ids.stop)
+    rows = batches.values_list("batch_id", "commit_metadata")
     return {
         batch_id: SimpleNamespace(state_unique_ids={int(op): ids for op, ids in metadata["stateUniqueIds"].items()})
         for batch_id, metadata in rows

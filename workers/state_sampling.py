@@ -23,7 +23,10 @@ from workers.checkpoint import (
     sample_state_rows,
     simple_string,
 )
+from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
+from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statesummary import state_conf
+from workers.state_partitions import stored_state_commits
 from workers.storage_options import open_storage
 
 SAMPLE_ROWS = 50
@@ -63,8 +66,21 @@ def _decode_into(sample: StateSample) -> None:
     rows = sample_state_rows(
         storage, store_dir, sample.version, limit=SAMPLE_ROWS, key_schema=schema.key_schema,
         value_schema=schema.value_schema, codec=conf.codec, row_checksum=conf.row_checksum,
+        unique_id=_state_unique_id(partition, sample.version), max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     sample.rows = [{"key": _json_ready(row.key), "value": _json_ready(row.value)} for row in rows]
+
+
+def _state_unique_id(partition, version: int) -> str | None:
+    """The unique id of a RocksDB checkpoint-format-2 version, from the stored commit log.
+
+    The commit log lists each partition's store ids in store order: only the default store's
+    place is certain (as in statesummary); other stores use the only id their files carry.
+    """
+    if partition.store != DEFAULT_STORE_NAME:
+        return None
+    commits = stored_state_commits(partition.checkpoint)
+    return state_unique_ids_by_version(commits, operator=partition.operator, partition=partition.partition).get(version)
 
 
 def _json_ready(value: Any) -> Any:

@@ -7,6 +7,9 @@ reconcile, on the first sync and then every RECONCILE_INTERVAL_SECONDS, lists of
 commits/ (two LIST calls) and reads every listed file that has no row yet, which also catches
 files written behind a gap and notes the lowest batch Spark has not purged. Each records what it
 did in a SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
+A sync that stores newly committed batches also moves the state figures to the version they
+committed, reading only that version's state files (workers.state_follow), unless the full pass
+runs with it.
 Spark writes offsets/N and commits/N once and never rewrites them, so a file read is never read
 again. Rows of batches Spark has since purged are kept: they are the query's history.
 """
@@ -26,7 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from dashboards.models import Batch, Checkpoint, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
+from dashboards.models import Batch, Checkpoint, StatePartition, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
 from workers.inspection import (
     Inspection,
     inspection_due,
@@ -36,6 +39,7 @@ from workers.inspection import (
     store_inspection,
     walk_checkpoint,
 )
+from workers.state_follow import read_state_follow, store_state_follow
 from workers.status_figures import refresh_status_figures
 from workers.storage_options import open_storage
 from workers.checkpoint import (
@@ -122,7 +126,9 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
             _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
             findings.root_problem = _root_problem(checkpoint, storage, findings)
             inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
-            _store_findings(checkpoint, run, [storage, sink], findings, inspection)
+            # The full pass has just read the state: following it as well would read it twice.
+            followed = read_state_follow(checkpoint, storage, findings.new_commits, run.started_at) if facts is None else []
+            _store_findings(checkpoint, run, [storage, sink], findings, inspection, followed)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
         _store_failure(checkpoint, run, exc)
@@ -339,6 +345,7 @@ def _store_findings(
     storages: list[CheckpointStorage | None],
     findings: SyncFindings,
     inspection: Inspection | None,
+    followed_state: list[StatePartition],
 ) -> None:
     if findings.query_id:
         checkpoint.query, _ = StreamingQuery.objects.get_or_create(query_id=findings.query_id)
@@ -353,6 +360,7 @@ def _store_findings(
     refresh_status_figures(checkpoint, run.started_at)
     if inspection is not None:
         store_inspection(checkpoint, inspection, run.started_at)
+    store_state_follow(checkpoint, followed_state)
     _finish_run(run, [s for s in storages if s is not None], findings)
 
 

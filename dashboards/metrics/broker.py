@@ -33,10 +33,7 @@ def find_queue_lengths(queues: list[str], *, timeout_seconds: float) -> dict[str
         "socket_timeout": timeout_seconds,
         "max_retries": 0,
     }
-    connection = Connection(
-        settings.CELERY_BROKER_URL, transport=settings.CELERY_BROKER_TRANSPORT, connect_timeout=timeout_seconds,
-        transport_options=options,
-    )
+    connection = Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout_seconds, transport_options=options)
     try:
         with connection:
             connection.ensure_connection(max_retries=0, timeout=timeout_seconds)

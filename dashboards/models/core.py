@@ -47,7 +47,7 @@ class StreamingQuery(models.Model):
     """A streaming query identity: the id Spark keeps in the checkpoint's `metadata` file."""
 
     query_id = models.UUIDField(unique=True)
-    name = models.CharField(max_length=300, blank=True, help_text="From progress events, when known.")
+    name = models.TextField(blank=True, help_text="From progress events (queryName), when known; any length.")
     first_seen_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

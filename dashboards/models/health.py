@@ -170,6 +170,11 @@ class StatePartition(models.Model):
         return f"{self.checkpoint}: {self.path}"
 
     @property
+    def rows_batch_id(self) -> int | None:
+        """The batch whose commit wrote the version the rows are of (batch N commits version N + 1)."""
+        return None if self.rows_version is None else self.rows_version - 1
+
+    @property
     def snapshot_age(self) -> int | None:
         """Versions written since the last snapshot (what the next restart replays)."""
         if self.latest_version is None or self.snapshot_version is None:

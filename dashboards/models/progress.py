@@ -111,7 +111,8 @@ class StateOperatorMetrics(models.Model):
 
     progress = models.ForeignKey(BatchProgress, on_delete=models.CASCADE, related_name="state_operators")
     operator_index = models.PositiveSmallIntegerField()
-    operator_name = models.CharField(max_length=100, blank=True)
+    # Text, not a bounded CharField: a name is stored as Spark reported it, however long.
+    operator_name = models.TextField(blank=True)
     num_rows_total = models.BigIntegerField(null=True, blank=True)
     num_rows_updated = models.BigIntegerField(null=True, blank=True)
     num_rows_removed = models.BigIntegerField(null=True, blank=True)

@@ -17,7 +17,21 @@ DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
 
 
-class FreshnessParams(serializers.Serializer):
+class QueryParams(serializers.Serializer):
+    """Query parameters, each refused when given with no value.
+
+    DRF reads form data, and so the query string, as HTML forms send it: "?after=" counts as no
+    "after" at all. For an API that is a typo passed over in silence, so it is a 400 here.
+    """
+
+    def to_internal_value(self, data):
+        empty = {name: ["expected a value, found none"] for name in self.fields if data.get(name) == ""}
+        if empty:
+            raise serializers.ValidationError(empty)
+        return super().to_internal_value(data)
+
+
+class FreshnessParams(QueryParams):
     """The query parameter of every answer about one checkpoint."""
 
     known_latest_batch = serializers.IntegerField(
@@ -27,7 +41,7 @@ class FreshnessParams(serializers.Serializer):
     )
 
 
-class KeysetParams(serializers.Serializer):
+class KeysetParams(QueryParams):
     """The query parameters of every keyset-paged list."""
 
     after = serializers.IntegerField(required=False, help_text="Return rows whose key is greater than this (the `next` link sets it).")
@@ -37,22 +51,13 @@ class KeysetParams(serializers.Serializer):
 class PageParams(KeysetParams, FreshnessParams):
     """The query parameters of every list about one checkpoint."""
 
-    def to_internal_value(self, data):
-        # "from" is a Python keyword, so the range bounds are read under their URL names here.
-        values = super().to_internal_value(data)
-        values["start"] = _optional_int(data, "from")
-        values["end"] = _optional_int(data, "to")
-        return values
-
-
-def _optional_int(data, name: str) -> int | None:
-    raw = data.get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise serializers.ValidationError({name: [f"expected an integer, found {raw!r}"]}) from None
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # "from" is a Python keyword, so the range bounds are added here under their URL names
+        # and validated like every other parameter (an empty or non-integer value is refused).
+        fields = super().get_fields()
+        fields["from"] = serializers.IntegerField(required=False, source="start", help_text="Lowest key to return (inclusive).")
+        fields["to"] = serializers.IntegerField(required=False, source="end", help_text="Highest key to return (inclusive).")
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,10 @@
 """URLs of the read API, mounted under ``api/v1/``. Names start with "api-": token endpoints."""
 from django.urls import path
 
-from . import views
+from . import index, views
 
 urlpatterns = [
+    path("", index.ApiIndex.as_view(), name="api-index"),
     path("checkpoints/", views.CheckpointList.as_view(), name="api-checkpoint-list"),
     path("checkpoints/<int:checkpoint_id>/", views.CheckpointDetail.as_view(), name="api-checkpoint-detail"),
     path("checkpoints/<int:checkpoint_id>/batches/", views.BatchList.as_view(), name="api-batch-list"),

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from ..api_responses import read_responses
 from ..models import BatchProgress, Checkpoint
 from ..views.pages import get_checkpoint_for_user
 from .catchup import request_catch_up
@@ -44,10 +45,19 @@ FRESHNESS_FIELDS = {
     "signature": serializers.CharField(help_text="Changes whenever a sync stores a new batch or commit or reconciles a purge."),
     "current": serializers.BooleanField(help_text="False when known_latest_batch is newer than the server's latest batch."),
 }
-RANGE_PARAMETERS = [
-    OpenApiParameter("from", OpenApiTypes.INT, description="Lowest key to return (inclusive)."),
-    OpenApiParameter("to", OpenApiTypes.INT, description="Highest key to return (inclusive)."),
+# The envelope's figures again as headers, for clients that read only the headers.
+FRESHNESS_HEADERS = [
+    OpenApiParameter(
+        "X-Ckptweb-Latest-Batch", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+        description="latest_batch_id, empty when no batch is stored.",
+    ),
+    OpenApiParameter("X-Ckptweb-Signature", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200], description="signature."),
 ]
+
+
+class CheckpointListParams(KeysetParams):
+    # Not trimmed: the URL is matched exactly as registered.
+    url = serializers.CharField(required=False, trim_whitespace=False, help_text="Only the checkpoint registered at this URL.")
 
 
 def answer_freshness(checkpoint: Checkpoint, known_latest_batch: int | None) -> Freshness:
@@ -73,24 +83,31 @@ NEXT_FIELD = serializers.URLField(allow_null=True, help_text="The next page, or 
 
 
 class CheckpointList(APIView):
+    """Every registered checkpoint: its URL, its query id and the latest batch and commit stored."""
+
     @extend_schema(
         operation_id="v1_checkpoints_list",
-        parameters=[KeysetParams, OpenApiParameter("url", OpenApiTypes.STR, description="Only the checkpoint registered at this URL.")],
-        responses=inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True), "next": NEXT_FIELD}),
+        parameters=[CheckpointListParams],
+        responses=read_responses(inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True), "next": NEXT_FIELD})),
         description="Checkpoints in ascending id; follow `next` for the following page.",
     )
     def get(self, request: Request) -> Response:
+        params = read_params(request, CheckpointListParams)
         checkpoints = Checkpoint.objects.select_related("query")
-        if "url" in request.query_params:
-            checkpoints = checkpoints.filter(url=request.query_params["url"])
-        page = read_keyset_page(checkpoints, key="id", params=read_params(request, KeysetParams))
+        if "url" in params:
+            checkpoints = checkpoints.filter(url=params["url"])
+        page = read_keyset_page(checkpoints, key="id", params=params)
         return Response({"results": CheckpointSerializer(page.rows, many=True).data, "next": next_link(request, page)})
 
 
 class CheckpointDetail(APIView):
+    """One checkpoint, with the freshness envelope (latest batch, latest commit, signature)."""
+
     @extend_schema(
-        parameters=[FreshnessParams],
-        responses=inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}),
+        parameters=[FreshnessParams, *FRESHNESS_HEADERS],
+        responses=read_responses(
+            inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}), about_checkpoint=True,
+        ),
     )
     def get(self, request: Request, checkpoint_id: int) -> Response:
         checkpoint = get_checkpoint_for_user(request, checkpoint_id)
@@ -137,14 +154,16 @@ def page_schema(name: str, serializer_class: type[serializers.Serializer], key_d
         "next": NEXT_FIELD,
     }
     return extend_schema(
-        parameters=[PageParams, *RANGE_PARAMETERS],
-        responses=inline_serializer(name, fields),
+        parameters=[PageParams, *FRESHNESS_HEADERS],
+        responses=read_responses(inline_serializer(name, fields), about_checkpoint=True),
         description=f"Rows in ascending {key_description}; follow `next` for the following page.",
     )
 
 
 @extend_schema_view(get=page_schema("BatchPage", BatchSerializer, "batch id"))
 class BatchList(CheckpointRowsView):
+    """The checkpoint's batches: offsets-log entry, commit, watermark and sources, by batch id."""
+
     key = "batch_id"
     serializer_class = BatchSerializer
     related_name = "batches"
@@ -152,6 +171,8 @@ class BatchList(CheckpointRowsView):
 
 @extend_schema_view(get=page_schema("ProgressPage", BatchProgressSerializer, "batch id"))
 class ProgressList(CheckpointRowsView):
+    """The runtime progress Spark reported for each batch (rows, rates, durations), by batch id."""
+
     key = "batch_id"
     serializer_class = BatchProgressSerializer
 
@@ -162,18 +183,24 @@ class ProgressList(CheckpointRowsView):
 
 @extend_schema_view(get=page_schema("StatePartitionPage", StatePartitionSerializer, "id"))
 class StatePartitionList(CheckpointRowsView):
+    """The state store partitions: provider, versions, snapshot, delta chain, files, bytes and rows."""
+
     serializer_class = StatePartitionSerializer
     related_name = "state_partitions"
 
 
 @extend_schema_view(get=page_schema("MetadataLogPage", MetadataLogSerializer, "id"))
 class MetadataLogList(CheckpointRowsView):
+    """The metadata logs (file source and sink logs): compaction interval, next compaction, entries."""
+
     serializer_class = MetadataLogSerializer
     related_name = "metadata_logs"
 
 
 @extend_schema_view(get=page_schema("FindingPage", FindingSerializer, "id"))
 class OpenFindingList(CheckpointRowsView):
+    """The integrity findings still open: code, severity, file and what it means for a restart."""
+
     serializer_class = FindingSerializer
 
     def rows(self, checkpoint: Checkpoint) -> QuerySet:
@@ -182,7 +209,8 @@ class OpenFindingList(CheckpointRowsView):
 
 @extend_schema_view(get=page_schema("MaintenanceRunPage", MaintenanceRunSerializer, "id"))
 class MaintenanceRunList(CheckpointRowsView):
-    serializer_class = MaintenanceRunSerializer
+    """The maintenance runs: action, status, timestamps, steps done and the size of the plan."""
 
+    serializer_class = MaintenanceRunSerializer
     related_name = "maintenance_runs"
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from workers import tasks
 
 from ..batch_pages import BatchPageRequest, read_batch_page
-from ..chart_series import BatchRange, state_metrics_series, state_metrics_version, timeline_series, timeline_version
+from ..chart_series import BatchRange, timeline_series, timeline_version
 from ..fragments import cached_text, synced_version
 from ..charts import (
     InventoryPoint,
@@ -23,11 +23,11 @@ from ..charts import (
     compact_size_figure,
     inventory_growth_figure,
     state_heatmap_figure,
-    state_metrics_figure,
 )
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..query_status import Thresholds, assess
+from ..runtime_section import runtime_section
 from ..state_as_of import StateAsOf
 from ..trends import duration_trends
 from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
@@ -37,7 +37,6 @@ from ..models import (
     Checkpoint,
     DirectoryInventory,
     MetadataLog,
-    StateOperatorMetrics,
     StatePartition,
     StateSample,
     StateScan,
@@ -90,10 +89,10 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_health_context(checkpoint),
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
+        "runtime": runtime_section(checkpoint),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),
-        "has_state_metrics": StateOperatorMetrics.objects.for_chart(checkpoint.query_id).exists(),
         "inventory": DirectoryInventory.objects.latest_for(checkpoint),
     }
     return render(request, "dashboards/checkpoint_detail.html", context)
@@ -141,19 +140,6 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
     rows = DirectoryInventory.objects.growth_for(checkpoint).values_list("taken_at", "path", "size_bytes", "files")
     figure = inventory_growth_figure(InventoryPoint(*row) for row in rows)
     return HttpResponse(figure.to_json(), content_type="application/json")
-
-
-@login_required
-def state_metrics_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    batch_range = BatchRange.from_query(request.GET)
-
-    def build() -> str:
-        series = state_metrics_series(checkpoint, batch_range)
-        return state_metrics_figure(series.points, bucket_width=series.bucket_width).to_json()
-
-    body = cached_text("state-chart", (*state_metrics_version(checkpoint), batch_range.as_query()), build)
-    return HttpResponse(body, content_type="application/json")
 
 
 @login_required

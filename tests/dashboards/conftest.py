@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixture_paths import SPARK_TEST_RESOURCES
+from fixture_paths import KILLED_MID_BATCH, SPARK_TEST_RESOURCES
 
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
 
@@ -16,5 +16,21 @@ def synced(copy_checkpoint):
 
     checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(INCONSISTENT)))
     sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    return checkpoint
+
+
+@pytest.fixture
+def killed_synced(copy_checkpoint):
+    """The PySpark fixture killed before batch 6's commit, synced; no catch-up asked for yet."""
+    from django.core.cache import cache
+    from factories import make_checkpoint
+
+    from dashboards.read_api.catchup import catch_up_key
+    from workers.sync import sync_checkpoint
+
+    checkpoint = make_checkpoint(name="killed", url=str(copy_checkpoint(KILLED_MID_BATCH / "checkpoint", name="killed")))
+    sync_checkpoint(checkpoint.pk)
+    cache.delete(catch_up_key(checkpoint.pk))
     checkpoint.refresh_from_db()
     return checkpoint

@@ -151,6 +151,30 @@ def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(
     assert 'id="sample-rows"' in page and 'id="partition-files"' in page
 
 
+def test_a_rocksdb_format_2_partition_counts_and_decodes_the_rows_spark_reported(
+    viewer_client, copy_checkpoint, eager_celery, django_capture_on_commit_callbacks
+):
+    from dashboards.models import StatePartition
+
+    fixture = OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup"
+    checkpoint = make_checkpoint(name="rocks", url=str(copy_checkpoint(fixture) / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    partitions = StatePartition.objects.filter(checkpoint=checkpoint).order_by("partition")
+    report = json.loads((fixture / "spark-report.json").read_text())
+    # Version 12 loads as a zip plus two changelogs: counted from the zip's SST files.
+    assert [p.rows_version for p in partitions] == [12, 12]
+    assert sum(p.rows for p in partitions) == report["progress"][-1]["stateOperators"][0]["numRowsTotal"]
+
+    partition = partitions[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        viewer_client.post(reverse("dashboards:state-partition-sample", args=[checkpoint.pk, partition.pk]))
+
+    sample = partition.samples.get()
+    assert sample.error == "" and len(sample.rows) == partition.rows
+    assert sample.key_schema == "struct<id:string,event_time:timestamp>"
+    assert all(row["key"]["id"].startswith("e") for row in sample.rows)
+
+
 @pytest.mark.parametrize(("minutes_ago", "stale"), [(2, False), (5, True)])
 def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer_client, minutes_ago, stale):
     from datetime import timedelta

@@ -10,20 +10,13 @@ from rest_framework.authtoken.models import Token
 
 from dashboards.models import BatchProgress, StateOperatorMetrics
 from fixture_paths import OUR_FIXTURES
+from runtime_expectations import assert_drawn_as_reported
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/ingest/progress/"
 REPORT = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.json").read_text())
 PROGRESS = REPORT["progress"]
-
-
-@pytest.fixture
-def pipeline_token(django_user_model) -> str:
-    """A machine user with only the ingest permission, and its token."""
-    user = django_user_model.objects.create_user("pipeline")
-    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
-    return Token.objects.create(user=user).key
 
 
 def _post(client, body, token: str | None):
@@ -85,8 +78,12 @@ def test_a_user_without_the_ingest_permission_gets_403(client, django_user_model
         ({}, "send exactly one of 'progress' and 'idle'"),
         ({"progress": {**PROGRESS[0], "batchId": "seven"}}, "batchId"),
         ({"progress": {key: value for key, value in PROGRESS[0].items() if key != "id"}}, "id"),
+        # Found by the schema test: a query id that is no UUID was a 500 when the row was stored.
+        ({"progress": {**PROGRESS[0], "id": "orders-query"}}, "'id' is not a UUID: 'orders-query'"),
+        ({"idle": {"id": PROGRESS[0]["id"], "runId": "run-2", "timestamp": "2031-01-02T03:04:05Z"}}, "'runId' is not a UUID"),
+        ({"progress": {**PROGRESS[0], "timestamp": "0001-01-01T00:00:00+01:00"}}, "outside years 1-9999 in UTC"),
     ],
-    ids=["no progress", "batch id not a number", "no query id"],
+    ids=["no progress", "batch id not a number", "no query id", "query id not a uuid", "run id not a uuid", "before year 1"],
 )
 def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token, body, reason):
     response = _post(client, body, pipeline_token)
@@ -95,12 +92,26 @@ def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token,
     assert not BatchProgress.objects.exists()
 
 
+def test_names_of_any_length_and_offsets_of_any_size_are_stored(client, pipeline_token):
+    # Found by the schema test on PostgreSQL: a state operator name over 100 characters and a
+    # UTC offset over 15 hours were 500s (the column's length, the database's offset range).
+    operator = {**PROGRESS[0]["stateOperators"][0], "operatorName": "o" * 300}
+    progress = {**PROGRESS[0], "name": "q" * 400, "timestamp": "2026-11-22T22:49:00+22:49", "stateOperators": [operator]}
+
+    response = _post(client, {"progress": progress}, pipeline_token)
+
+    assert response.status_code == 201
+    row = BatchProgress.objects.get()
+    assert (row.query.name, row.state_operators.get().operator_name) == ("q" * 400, "o" * 300)
+    assert row.timestamp.isoformat() == "2026-11-22T00:00:00+00:00"
+
+
 def test_a_body_that_is_not_json_is_refused(client, pipeline_token):
     response = client.post(URL, "progress=1", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=f"Token {pipeline_token}")
     assert response.status_code == 415
 
 
-def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, copy_checkpoint, viewer_user):
+def test_query_page_charts_the_reported_progress(client, pipeline_token, copy_checkpoint, viewer_user):
     from django.urls import reverse
 
     from factories import make_checkpoint
@@ -112,15 +123,9 @@ def test_query_page_charts_the_reported_state_metrics(client, pipeline_token, co
         _post(client, {"progress": progress}, pipeline_token)
     client.force_login(viewer_user)
 
-    assert 'id="state-metrics-chart"' in client.get(checkpoint.get_absolute_url()).content.decode()
-    figure = client.get(reverse("dashboards:state-metrics-chart", args=[checkpoint.pk])).json()
-    rows, memory, ratio = figure["data"]
-    assert rows["x"] == [p["batchId"] for p in PROGRESS]
-    assert memory["y"] == [p["stateOperators"][0]["memoryUsedBytes"] for p in PROGRESS]
-    metrics = [p["stateOperators"][0]["customMetrics"] for p in PROGRESS]
-    expected = [m["loadedMapCacheHitCount"] / (m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"])
-                if m["loadedMapCacheHitCount"] + m["loadedMapCacheMissCount"] else None for m in metrics]
-    assert ratio["y"] == expected
+    assert 'id="runtime-state-memory"' in client.get(checkpoint.get_absolute_url()).content.decode()
+    figures = client.get(reverse("dashboards:runtime-charts", args=[checkpoint.pk])).json()
+    assert_drawn_as_reported(figures, PROGRESS)
 
 
 def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_token, copy_checkpoint, viewer_user):

@@ -178,7 +178,7 @@ def _rows_spark_reported(report: dict) -> list[int]:
 # One store per operator, so Spark's per-operator numRowsTotal is that store's row count (a
 # stream-stream join reports one figure for its four stores).
 SINGLE_STORE_FIXTURES = [
-    path for path in our_fixture_checkpoints() if path.parent.name not in ("stream_stream_join", "rocksdb_checkpoint_v2_dedup")
+    path for path in our_fixture_checkpoints() if path.parent.name not in ("stream_stream_join", "rocksdb_stream_join")
 ]
 
 
@@ -198,9 +198,14 @@ def test_state_of_a_join_lists_each_of_its_four_stores():
     assert all(store["partitions"] == 2 and store["bytes_on_disk"] > 0 for store in state)
 
 
-def test_rocksdb_format_2_rows_are_unknown_rather_than_guessed():
-    [store] = inspect(OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup" / "checkpoint")["state"]
-    assert (store["provider"], store["rows"]) == ("rocksdb", None)
+def test_rocksdb_join_rows_of_its_value_stores_add_up_to_what_spark_reported():
+    checkpoint = OUR_FIXTURES / "rocksdb_stream_join" / "checkpoint"
+    report = json.loads((checkpoint.parent / "spark-report.json").read_text())
+    state = inspect(checkpoint)["state"]
+    # numRowsTotal of a join counts the stored input rows: the two keyWithIndexToValue stores.
+    values = [store["rows"] for store in state if store["store"].endswith("keyWithIndexToValue")]
+    assert [sum(values)] == _rows_spark_reported(report)
+    assert {store["provider"] for store in state} == {"rocksdb"}
 
 
 def test_the_configured_compact_interval_applies_until_a_log_has_a_compaction(tmp_path):

@@ -222,7 +222,6 @@ def test_openmetrics_is_served_when_prometheus_asks_for_it(client):
 
 def test_an_unreachable_broker_is_exported_as_down_and_the_scrape_still_works(client, settings):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
-    settings.CELERY_BROKER_TRANSPORT = None
     make_checkpoint()
 
     samples = scrape(client)
@@ -235,14 +234,11 @@ def test_an_unreachable_broker_is_exported_as_down_and_the_scrape_still_works(cl
 def test_the_embedded_broker_reports_the_messages_waiting_in_its_queue(client, settings, tmp_path):
     (tmp_path / "queue").mkdir()
     (tmp_path / "control").mkdir()
-    settings.CELERY_BROKER_URL = "filesystem://"
-    settings.CELERY_BROKER_TRANSPORT = "ckptweb.filesystem_broker:Transport"
+    settings.CELERY_BROKER_URL = "ckptwebfs://"
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(tmp_path / "queue"), "data_folder_out": str(tmp_path / "queue"), "control_folder": str(tmp_path / "control"),
     }
-    with Connection(
-        "filesystem://", transport=settings.CELERY_BROKER_TRANSPORT, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
-    ) as producer:
+    with Connection("ckptwebfs://", transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as producer:
         for name, count in [("celery", 3), (settings.TASK_QUEUES["sync"], 2)]:
             queue = producer.SimpleQueue(name)
             for number in range(count):

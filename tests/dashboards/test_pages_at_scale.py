@@ -30,7 +30,7 @@ SLOW_BATCH = 3_000  # starts an hour after the batch before it; every other batc
 MIDDLE_UNCOMMITTED = 2_500
 ROWS_SPIKE_BATCH = 1_234
 CACHE_DIP_BATCH = 4_321
-PAGE_URL_NAMES = ["checkpoint-detail", "batch-table-panel", "batch-timeline-chart", "state-metrics-chart"]
+PAGE_URL_NAMES = ["checkpoint-detail", "batch-table-panel", "batch-timeline-chart", "runtime-charts"]
 
 
 def _start_ms(batch_id: int) -> int:
@@ -126,20 +126,20 @@ def test_a_narrow_batch_range_shows_every_batch_of_it(viewer_client, long_histor
     assert interval["y"] == [3_600.0 if b == SLOW_BATCH else 1.0 for b in range(2_991, 3_011)]
 
 
-def test_the_long_state_metrics_chart_keeps_the_row_spike_and_the_cache_dip(viewer_client, long_history):
-    figure = _get(viewer_client, "state-metrics-chart", long_history).json()
-    rows, memory, ratio = figure["data"]
-    assert "Downsampled" in figure["layout"]["title"]["text"]
+def test_the_long_state_charts_keep_the_row_spike_and_the_cache_dip(viewer_client, long_history):
+    figures = _get(viewer_client, "runtime-charts", long_history).json()
+    [rows], [memory], [ratio] = ([t for t in figures[part]["data"] if t.get("yaxis") != "y2"] for part in ("state-rows", "state-memory", "state-cache"))
+    assert "lowest and highest of every" in figures["state-rows"]["layout"]["annotations"][-1]["text"]
     assert len(rows["x"]) <= MAX_POINTS_PER_SERIES < 5_000 and set(memory["y"]) == {1_000}
-    assert max(rows["y"]) == 10**9 and rows["x"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
-    assert min(ratio["y"]) == 0.0 and ratio["x"][ratio["y"].index(0.0)] == CACHE_DIP_BATCH
+    assert max(rows["y"]) == 10**9 and rows["customdata"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
+    assert min(ratio["y"]) == 0.0 and ratio["customdata"][ratio["y"].index(0.0)] == CACHE_DIP_BATCH
     assert max(ratio["y"]) == 0.9
 
 
 def test_the_page_carries_the_batch_range_to_its_charts(viewer_client, long_history):
     page = _get(viewer_client, "checkpoint-detail", long_history, "?from=10&to=20").content.decode()
     assert reverse("dashboards:batch-timeline-chart", args=[long_history.pk]) + "?from=10&amp;to=20" in page
-    assert reverse("dashboards:state-metrics-chart", args=[long_history.pk]) + "?from=10&amp;to=20" in page
+    assert reverse("dashboards:runtime-charts", args=[long_history.pk]) + "?from=10&amp;to=20" in page
 
 
 @pytest.mark.parametrize(

@@ -12,14 +12,11 @@ import threading
 from io import StringIO
 
 import pytest
-from django.core.cache import cache
 from django.core.management import call_command
-from factories import make_checkpoint
-from fixture_paths import OUR_FIXTURES
+from fixture_paths import KILLED_MID_BATCH
 from rest_framework.authtoken.models import Token
 
 from dashboards.models import Checkpoint, SyncRun
-from dashboards.read_api.catchup import catch_up_key
 from workers.checkpoint import (
     BatchView,
     CheckpointStorage,
@@ -28,11 +25,9 @@ from workers.checkpoint import (
 )
 from workers.checkpoint import client as client_module
 from workers.checkpoint.client import read_storage_view
-from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-KILLED_MID_BATCH = OUR_FIXTURES / "killed_mid_batch"
 
 
 def spark_batches(fixture) -> tuple[BatchView, ...]:
@@ -43,16 +38,6 @@ def spark_batches(fixture) -> tuple[BatchView, ...]:
         BatchView(entry["batch_id"], entry["batch_timestamp_ms"], entry["batch_watermark_ms"], entry["batch_id"] in committed)
         for entry in report["offset_log"]
     )
-
-
-@pytest.fixture
-def synced(copy_checkpoint) -> Checkpoint:
-    directory = copy_checkpoint(KILLED_MID_BATCH / "checkpoint", name="killed")
-    checkpoint = make_checkpoint(name="killed", url=str(directory))
-    sync_checkpoint(checkpoint.pk)
-    cache.delete(catch_up_key(checkpoint.pk))
-    checkpoint.refresh_from_db()
-    return checkpoint
 
 
 @pytest.fixture
@@ -92,9 +77,9 @@ def failing_server():
     server.server_close()
 
 
-def test_the_server_view_equals_the_storage_view_and_what_spark_wrote(live_server, synced, token):
-    view = CheckpointViewClient(live_server.url, token).read_view(synced.url)
-    from_storage = read_storage_view(synced.url, CheckpointStorage(synced.url), reason="compared")
+def test_the_server_view_equals_the_storage_view_and_what_spark_wrote(live_server, killed_synced, token):
+    view = CheckpointViewClient(live_server.url, token).read_view(killed_synced.url)
+    from_storage = read_storage_view(killed_synced.url, CheckpointStorage(killed_synced.url), reason="compared")
 
     assert (view.source, view.name, view.reason) == ("server", "killed", "")
     assert view == from_storage
@@ -102,9 +87,9 @@ def test_the_server_view_equals_the_storage_view_and_what_spark_wrote(live_serve
     assert (view.latest_batch_id, view.latest_committed_batch_id) == (6, 5)
 
 
-def test_the_client_follows_every_page_of_batches(live_server, synced, token, monkeypatch):
+def test_the_client_follows_every_page_of_batches(live_server, killed_synced, token, monkeypatch):
     monkeypatch.setattr(client_module, "PAGE_ROWS", 3)
-    view = CheckpointViewClient(live_server.url, token).read_view(synced.url)
+    view = CheckpointViewClient(live_server.url, token).read_view(killed_synced.url)
     assert view.source == "server"
     assert view.batches == spark_batches(KILLED_MID_BATCH)
 
@@ -135,20 +120,20 @@ def test_a_failing_server_gives_the_storage_view(failing_server, copy_checkpoint
     assert view.batches == spark_batches(KILLED_MID_BATCH)
 
 
-def test_a_server_behind_storage_gives_the_storage_view_and_catches_up(live_server, synced, token, eager_celery):
-    # The server as it was before it synced batches 5 and 6.
-    synced.batches.filter(batch_id__gte=5).delete()
-    Checkpoint.objects.filter(pk=synced.pk).update(latest_batch_id=4, latest_committed_batch_id=4)
-    runs_before = SyncRun.objects.filter(checkpoint=synced).count()
+def test_a_server_behind_storage_gives_the_storage_view_and_catches_up(live_server, killed_synced, token, eager_celery):
+    # The server as it was before it killed_synced batches 5 and 6.
+    killed_synced.batches.filter(batch_id__gte=5).delete()
+    Checkpoint.objects.filter(pk=killed_synced.pk).update(latest_batch_id=4, latest_committed_batch_id=4)
+    runs_before = SyncRun.objects.filter(checkpoint=killed_synced).count()
 
-    view = CheckpointViewClient(live_server.url, token).read_view(synced.url)
+    view = CheckpointViewClient(live_server.url, token).read_view(killed_synced.url)
 
     assert view.source == "storage"
     assert view.reason == "the server is behind: offsets/5 is on storage but not on the server"
     assert view.batches == spark_batches(KILLED_MID_BATCH)
-    # The client told the server, which synced once (eagerly, inside that request).
-    assert SyncRun.objects.filter(checkpoint=synced).count() == runs_before + 1
-    assert sorted(synced.batches.values_list("batch_id", flat=True)) == [3, 4, 5, 6]
+    # The client told the server, which killed_synced once (eagerly, inside that request).
+    assert SyncRun.objects.filter(checkpoint=killed_synced).count() == runs_before + 1
+    assert sorted(killed_synced.batches.values_list("batch_id", flat=True)) == [3, 4, 5, 6]
 
 
 def test_a_checkpoint_the_server_does_not_know_is_read_from_storage(live_server, token, copy_checkpoint):
@@ -157,15 +142,15 @@ def test_a_checkpoint_the_server_does_not_know_is_read_from_storage(live_server,
     assert (view.source, view.reason) == ("storage", "the server has no checkpoint registered at this URL")
 
 
-def test_a_wrong_token_is_an_error_not_a_fallback(live_server, synced):
+def test_a_wrong_token_is_an_error_not_a_fallback(live_server, killed_synced):
     with pytest.raises(ServerRefusedError, match="401"):
-        CheckpointViewClient(live_server.url, "not-a-token").read_view(synced.url)
+        CheckpointViewClient(live_server.url, "not-a-token").read_view(killed_synced.url)
 
 
-def test_inspect_checkpoint_via_a_server_says_where_the_view_came_from(live_server, synced, token, closed_port_url):
+def test_inspect_checkpoint_via_a_server_says_where_the_view_came_from(live_server, killed_synced, token, closed_port_url):
     through_server, without_server = StringIO(), StringIO()
-    call_command("inspect_checkpoint", synced.url, "--via", live_server.url, "--token", token, stdout=through_server)
-    call_command("inspect_checkpoint", synced.url, "--via", closed_port_url, "--token", token, stdout=without_server)
+    call_command("inspect_checkpoint", killed_synced.url, "--via", live_server.url, "--token", token, stdout=through_server)
+    call_command("inspect_checkpoint", killed_synced.url, "--via", closed_port_url, "--token", token, stdout=without_server)
 
     assert through_server.getvalue().splitlines()[0].startswith("source:      server (killed, signature ")
     assert without_server.getvalue().splitlines()[0].startswith("source:      storage: the server is unavailable")

@@ -45,8 +45,9 @@ def _graph_objects_aliases(tree: ast.Module) -> set[str]:
 
 
 def _trace_types_built_by_dashboards() -> set[str]:
-    """The type of every trace class (go.Scatter, go.Heatmap, ...) that a module of dashboards/ builds."""
-    class_names = set()
+    """The type of every trace that a module of dashboards/ builds: a trace class (go.Scatter,
+    go.Heatmap, ...) or a trace written as a dict ({"type": "scatter", "x": ...}; a layout shape has x0)."""
+    class_names, dict_types = set(), set()
     for module in Path(dashboards.__file__).parent.rglob("*.py"):
         tree = ast.parse(module.read_text(), filename=str(module))
         aliases = _graph_objects_aliases(tree)
@@ -55,8 +56,16 @@ def _trace_types_built_by_dashboards() -> set[str]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name) and node.func.value.id in aliases
         }
+        dict_types |= {_dict_trace_type(node) for node in ast.walk(tree) if isinstance(node, ast.Dict)} - {None}
     classes = [getattr(go, name) for name in class_names]
-    return {cls().type for cls in classes if isinstance(cls, type) and issubclass(cls, BaseTraceType)}
+    return {cls().type for cls in classes if isinstance(cls, type) and issubclass(cls, BaseTraceType)} | dict_types
+
+
+def _dict_trace_type(node: ast.Dict) -> str | None:
+    """The "type" of a dict literal that has an "x" as well (a trace), else None."""
+    entries = {key.value: value for key, value in zip(node.keys, node.values) if isinstance(key, ast.Constant)}
+    kind = entries.get("type")
+    return kind.value if "x" in entries and isinstance(kind, ast.Constant) else None
 
 
 @pytest.mark.django_db
@@ -138,3 +147,14 @@ def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_yea
     )
     assert "immutable" in cache_control and int(cache_control["max-age"]) >= ONE_YEAR_SECONDS
     assert int(response["Content-Length"]) < 600_000
+
+
+@pytest.mark.django_db
+def test_production_serves_the_api_docs_page_with_swagger_ui_under_hashed_names(production_static, viewer_client):
+    page = viewer_client.get("/api/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
+
+    assert len(assets) == 4  # the favicon, the stylesheet and the two scripts of drf-spectacular-sidecar
+    for asset in assets:
+        assert re.fullmatch(r"/static/drf_spectacular_sidecar/swagger-ui-dist/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)", asset), asset
+        assert viewer_client.get(asset).status_code == 200, asset

@@ -133,9 +133,10 @@ def test_prometheus_sees_the_compact_file_of_each_log_and_evaluates_the_alert_ru
     assert _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="source"}}') == newest_source_compact
     assert _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="sink"}}') == newest_sink_compact
     assert _latest(prometheus, f'ckptweb_metadata_log_compact_interval_batches{{checkpoint="{DEDUP}",kind="source"}}') == 3
-    # The fixture's batches were planned hours ago: the real Prometheus evaluates the rule file
-    # and holds CkptwebQueryStalled as pending (its `for:` is 5 minutes).
-    alerts = prometheus.wait(f'ALERTS{{alertname="CkptwebQueryStalled",checkpoint="{DEDUP}"}}')
+    # The fixture's batches, every one committed, were planned hours ago and no progress comes: the
+    # health model says stopped, and the real Prometheus evaluates the rule file and holds
+    # CkptwebQueryStopped as pending (its `for:` is 5 minutes).
+    alerts = prometheus.wait(f'ALERTS{{alertname="CkptwebQueryStopped",checkpoint="{DEDUP}"}}')
     assert alerts[0]["metric"]["alertstate"] in {"pending", "firing"}
     with urllib.request.urlopen(f"{prometheus.base}/api/v1/rules", timeout=5) as response:
         groups = json.load(response)["data"]["groups"]

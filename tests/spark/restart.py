@@ -17,6 +17,8 @@ API
 * ``QueryBuilder``: ``(spark, base) -> DataStreamWriter`` with ``<base>/checkpoint`` as its
   checkpoint and (optionally) a JSON file sink in ``<base>/output`` (pipelines/queries.py layout).
   The source must be deterministic (``rate-micro-batch``): the same batch ids get the same rows.
+* ``run_to_end(query, base)``: wait for a started ``Trigger.AvailableNow`` run to end, raise
+  AssertionError if it failed or timed out, return its ``recentProgress`` as JSON objects.
 * ``run_triggers(spark, builder, base, triggers, conf=)``: start the query ``triggers`` times with
   ``Trigger.AvailableNow``, waiting for each run to end. rate-micro-batch gives one data batch per
   run (RatePerMicroBatchStream fixes the end offset at rowsPerBatch), plus the no-data batch Spark
@@ -104,17 +106,25 @@ def run_triggers(spark, builder: QueryBuilder, base: Path, triggers: int, *, con
     for _ in range(triggers):
         with session_conf(spark, {**DEFAULT_TEST_CONF, **(conf or {})}):
             query = builder(spark, base).trigger(availableNow=True).start()
-        try:
-            finished = query.awaitTermination(RUN_TIMEOUT_SECONDS)
-        finally:
-            if query.isActive:
-                query.stop()
-        if query.exception() is not None:
-            raise AssertionError(f"query in {base} failed: {query.exception()}")
-        if not finished:
-            raise AssertionError(f"query in {base} did not finish within {RUN_TIMEOUT_SECONDS} s")
-        batch_ids.extend(progress["batchId"] for progress in (json.loads(p.json) for p in query.recentProgress))
+        batch_ids.extend(progress["batchId"] for progress in run_to_end(query, base))
     return RunResult(last_committed_batch(base), tuple(batch_ids))
+
+
+def run_to_end(query, base: Path) -> list[dict]:
+    """Wait for a started Trigger.AvailableNow run to end; return its progress (StreamingQueryProgress JSON).
+
+    Raises AssertionError if the query failed or did not end within RUN_TIMEOUT_SECONDS.
+    """
+    try:
+        finished = query.awaitTermination(RUN_TIMEOUT_SECONDS)
+    finally:
+        if query.isActive:
+            query.stop()
+    if query.exception() is not None:
+        raise AssertionError(f"query in {base} failed: {query.exception()}")
+    if not finished:
+        raise AssertionError(f"query in {base} did not finish within {RUN_TIMEOUT_SECONDS} s")
+    return [json.loads(progress.json) for progress in query.recentProgress]
 
 
 def run_twins(spark, builder: QueryBuilder, tmp_path: Path, triggers: int, *, conf: Mapping[str, str] | None = None) -> Twin:

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from django.contrib.auth.models import Permission
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from dashboards.models import Checkpoint
 from factories import make_checkpoint
@@ -88,12 +86,6 @@ def promtool() -> str:
         pytest.fail("promtool is not installed: .ci/system-packages installs Debian's prometheus package")
     return path
 
-
-@pytest.fixture
-def pipeline_token(django_user_model) -> str:
-    user = django_user_model.objects.create_user("pipeline")
-    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
-    return Token.objects.create(user=user).key
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ import json
 import time
 
 import pytest
-from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
 
 from dashboards.models import BatchProgress
 from factories import make_checkpoint
@@ -31,12 +29,6 @@ def _wait_for(condition, what: str, timeout: float = 180) -> None:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(0.2)
 
-
-@pytest.fixture
-def pipeline_token(django_user_model) -> str:
-    user = django_user_model.objects.create_user("pipeline")
-    user.user_permissions.add(Permission.objects.get(codename="ingest_progress"))
-    return Token.objects.create(user=user).key
 
 
 def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(

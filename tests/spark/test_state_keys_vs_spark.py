@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import shutil
 from pathlib import Path
@@ -19,9 +18,8 @@ import pytest
 from fixture_paths import OUR_FIXTURES
 from py4j.java_gateway import JavaClass
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from spark_state_rows import comparable_rows, spark_rows
 
-from workers.checkpoint import sparktypes as ours
 from workers.checkpoint.logdir import list_batch_ids, read_offset_seq
 from workers.checkpoint.sparktypes import simple_string
 from workers.checkpoint.stateinventory import list_state_store_dirs
@@ -35,47 +33,10 @@ from workers.checkpoint.storage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 
-UTC = datetime.timezone.utc
 HDFS_FIXTURES = ("windowed_agg_file_sink", "file_source_dedup", "stream_stream_join", "killed_mid_batch",
                  "hdfs_zstd_row_checksum")
 STATE_PACKAGE = "org.apache.spark.sql.execution.streaming.state."
 ALL_ROWS = 1_000_000
-
-
-# --- comparing values: Spark's Rows and our dicts, both brought to plain tuples/lists/dicts ----
-
-
-def _from_spark(value, data_type: T.DataType):
-    """Normalise a collected value; PySpark gives timestamps as naive local times."""
-    if value is None:
-        return None
-    if isinstance(data_type, T.StructType):
-        return tuple(_from_spark(v, f.dataType) for v, f in zip(value, data_type.fields))
-    if isinstance(data_type, T.ArrayType):
-        return [_from_spark(v, data_type.elementType) for v in value]
-    if isinstance(data_type, T.MapType):
-        return {_from_spark(k, data_type.keyType): _from_spark(v, data_type.valueType) for k, v in value.items()}
-    if isinstance(data_type, T.TimestampType):
-        return value.astimezone(UTC)
-    return bytes(value) if isinstance(value, bytearray) else value
-
-
-def _from_ours(value, data_type: ours.DataType):
-    if value is None:
-        return None
-    if isinstance(data_type, ours.StructType):
-        return tuple(_from_ours(v, f.data_type) for v, f in zip(value.values(), data_type.fields))
-    if isinstance(data_type, ours.ArrayType):
-        return [_from_ours(v, data_type.element_type) for v in value]
-    if isinstance(data_type, ours.MapType):
-        return {_from_ours(k, data_type.key_type): _from_ours(v, data_type.value_type) for k, v in value}
-    return value
-
-
-def _spark_rows(frame, partition: int) -> list:
-    key_type, value_type = frame.schema["key"].dataType, frame.schema["value"].dataType
-    rows = frame.where(F.col("partition_id") == partition).select("key", "value").collect()
-    return sorted((repr(_from_spark(r.key, key_type)), repr(_from_spark(r.value, value_type))) for r in rows)
 
 
 def _our_rows(storage, store_dir, version: int) -> list:
@@ -87,9 +48,7 @@ def _our_rows(storage, store_dir, version: int) -> list:
         codec=conf.get("spark.sql.streaming.stateStore.compression.codec"),
         row_checksum=conf.get("spark.sql.streaming.stateStore.rowChecksum.enabled") == "true",
     )
-    return sorted(
-        (repr(_from_ours(r.key, schema.key_schema)), repr(_from_ours(r.value, schema.value_schema))) for r in rows
-    )
+    return comparable_rows(rows, schema)
 
 
 def _read_state(spark, checkpoint: Path, batch_id: int, store: str):
@@ -103,7 +62,7 @@ def _assert_same_rows_as_spark(spark, checkpoint: Path, batch_id: int) -> int:
     compared = 0
     for store_dir in list_state_store_dirs(storage):
         frame = _read_state(spark, checkpoint, batch_id, store_dir.store)
-        expected = _spark_rows(frame, store_dir.partition)
+        expected = spark_rows(frame, store_dir.partition)
         assert _our_rows(storage, store_dir, batch_id + 1) == expected, store_dir.path
         compared += len(expected)
     return compared
@@ -184,7 +143,7 @@ def test_every_decoded_type_and_its_schema_equal_what_sparks_state_reader_return
     frame = frame.withColumn("key", F.col("key").withField("k_ym_interval", F.col("key.k_ym_interval").cast("long")))
     compared = 0
     for store_dir in list_state_store_dirs(storage):
-        expected = _spark_rows(frame, store_dir.partition)
+        expected = spark_rows(frame, store_dir.partition)
         assert _our_rows(storage, store_dir, 1) == expected
         compared += len(expected)
     assert compared == 6

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ui_helpers import TEST_HOST
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # How long any wait of a UI test may last (a selector, an expect, a navigation) before it fails
@@ -16,17 +17,17 @@ UI_WAIT_MS = 90_000
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture
-def browser_page():
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def open_page(*extra_args: str):
+    """Yield a 1400 px wide page of Debian's chromium, started with CHROMIUM_ARGS and ``extra_args``."""
     if not Path(CHROMIUM).exists():
         pytest.fail("chromium is not installed: the README's test command installs Debian's chromium package")
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-        )
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.set_default_timeout(UI_WAIT_MS)
         expect.set_options(timeout=UI_WAIT_MS)
@@ -40,3 +41,13 @@ def browser_page():
         connections.close_all()
 
 
+@pytest.fixture
+def browser_page():
+    yield from open_page()
+
+
+@pytest.fixture
+def browser_page_at_test_host(settings):
+    """A page whose browser resolves TEST_HOST to this machine, which the server accepts as its name."""
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, TEST_HOST]
+    yield from open_page(f"--host-resolver-rules=MAP {TEST_HOST} 127.0.0.1")

@@ -15,7 +15,7 @@ from workers.sync import sync_checkpoint
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DEDUP = OUR_FIXTURES / "file_source_dedup"
-CHARTS = ("#batch-timeline", "#state-heatmap", "#inventory-growth", "#state-metrics-chart")
+CHARTS = ("#batch-timeline", "#state-heatmap", "#inventory-growth", "#runtime-state-rows")
 
 
 def test_query_page_renders_every_panel_of_a_file_source_query(browser_page, live_server, copy_checkpoint, django_user_model):
@@ -42,16 +42,20 @@ def test_query_page_renders_every_panel_of_a_file_source_query(browser_page, liv
     page.screenshot(path=str(SCREENSHOT_DIR / "health_panels.png"), full_page=True)
 
 
-def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, copy_checkpoint, django_user_model, eager_celery):
+def _open_first_partition(page, live_server, copy_checkpoint, django_user_model, fixture, name: str) -> None:
+    """Sync a copy of ``fixture``, log in as on-call and open its first state partition's page."""
     django_user_model.objects.create_user("oncall", password="a-long-password")
-    base = copy_checkpoint(DEDUP)
-    checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"))
+    base = copy_checkpoint(fixture)
+    checkpoint = make_checkpoint(name=name, url=str(base / "checkpoint"))
     sync_checkpoint(checkpoint.pk)
-    page = browser_page
-
     log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
     page.click("#state summary")
     page.click("#state-partitions a >> nth=0")
+
+
+def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, copy_checkpoint, django_user_model, eager_celery):
+    page = browser_page
+    _open_first_partition(page, live_server, copy_checkpoint, django_user_model, DEDUP, "dedup")
     page.click("text=Decode sample rows")
     page.wait_for_selector("#sample-rows")
 
@@ -60,3 +64,21 @@ def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, c
     # The dedup query keys state by the event id of the input files ("e<n>").
     assert "'id': 'e" in rows.first.locator("td").first.inner_text()
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition.png"), full_page=True)
+
+
+def test_on_call_decodes_sample_rows_of_a_rocksdb_partition(browser_page, live_server, copy_checkpoint, django_user_model, eager_celery):
+    page = browser_page
+    fixture = OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup"
+    _open_first_partition(page, live_server, copy_checkpoint, django_user_model, fixture, "rocksdb dedup")
+    # Version 12 is a zip plus two changelogs: the rows come from the zip's SST files.
+    assert "20 at version 12" in page.inner_text("dl.figures")
+    assert page.inner_text("#partition-as-of").startswith("As of batch 11 (state version 12), updated ")
+    page.click("text=Decode sample rows")
+    page.wait_for_selector("#sample-rows")
+
+    rows = page.locator("#sample-rows tbody tr")
+    assert rows.count() == 20
+    assert "'id': 'e" in rows.first.locator("td").first.inner_text()
+    page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_rocksdb.png"), full_page=True)
+    page.set_viewport_size({"width": 480, "height": 1000})
+    page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_rocksdb_narrow.png"), full_page=True)

@@ -12,7 +12,7 @@ import os
 from kombu import Connection
 
 from ckptweb.filesystem_broker import Channel
-from embedded_broker import MESSAGES_PER_PUBLISHER, PAYLOAD_BYTES, TRANSPORT, broker_options, connect, publish
+from embedded_broker import MESSAGES_PER_PUBLISHER, PAYLOAD_BYTES, broker_options, connect, publish
 
 
 def test_a_consumer_reading_while_two_processes_publish_gets_every_message_whole(tmp_path):
@@ -69,7 +69,7 @@ def test_a_message_is_invisible_to_the_queue_until_it_is_complete(tmp_path):
 def test_an_exchange_table_left_empty_by_the_stock_transport_is_rebuilt_by_the_next_binding(tmp_path, caplog):
     options = broker_options(tmp_path)
     (tmp_path / "control" / "work.exchange").write_bytes(b"")
-    with Connection("filesystem://", transport=TRANSPORT, transport_options=options) as connection:
+    with Connection("ckptwebfs://", transport_options=options) as connection:
         with caplog.at_level(logging.ERROR, logger="ckptweb.filesystem_broker"):
             queue = connection.SimpleQueue("work")
             queue.put({"n": 2})

@@ -86,7 +86,7 @@ def test_pruning_again_or_in_small_chunks_folds_each_run_once(client, history, s
     retention.prune_history(NOW)
     again = retention.prune_history(NOW)
 
-    assert again == {"sync_runs": 0, "inventory_rows": 0}
+    assert again == {"sync_runs": 0, "inventory_rows": 0, "state_key_sets": 0}
     assert _counters(client, "orders") == before
     assert SyncTotal.objects.get(checkpoint=checkpoint, status="ok").runs == 40
 

@@ -35,8 +35,9 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .logfile import (
@@ -204,8 +205,8 @@ def idle_event_from_dict(fields: dict[str, Any], *, source: str) -> QueryIdleEve
 
 def _idle_event(fields: dict[str, Any], site: JsonSite) -> QueryIdleEvent:
     return QueryIdleEvent(
-        id=get_required_str(fields, "id", site),
-        run_id=get_required_str(fields, "runId", site),
+        id=_uuid(fields, "id", site),
+        run_id=_uuid(fields, "runId", site),
         timestamp=_timestamp(get_required_str(fields, "timestamp", site), "timestamp", site),
     )
 
@@ -227,8 +228,8 @@ def listener_event_from_dict(fields: dict[str, Any], site: JsonSite) -> Listener
         return QueryProgressEvent(_progress(progress, progress_site))
     if kind == QUERY_STARTED_EVENT:
         return QueryStartedEvent(
-            id=get_required_str(fields, "id", site),
-            run_id=get_required_str(fields, "runId", site),
+            id=_uuid(fields, "id", site),
+            run_id=_uuid(fields, "runId", site),
             name=get_str(fields, "name", site),
             timestamp=_optional_timestamp(fields, "timestamp", site),
         )
@@ -236,8 +237,8 @@ def listener_event_from_dict(fields: dict[str, Any], site: JsonSite) -> Listener
         return _idle_event(fields, site)
     if kind == QUERY_TERMINATED_EVENT:
         return QueryTerminatedEvent(
-            id=get_required_str(fields, "id", site),
-            run_id=get_required_str(fields, "runId", site),
+            id=_uuid(fields, "id", site),
+            run_id=_uuid(fields, "runId", site),
             exception=get_str(fields, "exception", site),
             error_class_on_exception=get_str(fields, "errorClassOnException", site),
         )
@@ -251,8 +252,8 @@ def _progress(fields: dict[str, Any], site: JsonSite) -> StreamingQueryProgress:
     sources = tuple(_source(entry, site) for entry in _objects(fields, "sources", site))
     sink = get_object(fields, "sink", site)
     return StreamingQueryProgress(
-        id=get_required_str(fields, "id", site),
-        run_id=get_required_str(fields, "runId", site),
+        id=_uuid(fields, "id", site),
+        run_id=_uuid(fields, "runId", site),
         name=get_str(fields, "name", site),
         timestamp=_timestamp(get_required_str(fields, "timestamp", site), "timestamp", site),
         batch_id=get_required_long(fields, "batchId", site),
@@ -356,15 +357,30 @@ def _rate(fields: dict[str, Any], key: str, site: JsonSite) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _uuid(fields: dict[str, Any], key: str, site: JsonSite) -> str:
+    """Return a required id field; Spark's query and run ids are java.util.UUIDs, written as text."""
+    text = get_required_str(fields, key, site)
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        raise site.error(f"{key!r} is not a UUID: {reprlib.repr(text)}") from None
+    return text
+
+
 def _timestamp(text: str, key: str, site: JsonSite) -> datetime:
-    """Parse Spark's ISO-8601 UTC timestamps such as ``2024-01-01T00:00:04.000Z``."""
+    """Parse Spark's ISO-8601 UTC timestamps such as ``2024-01-01T00:00:04.000Z``; other offsets are turned to UTC."""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise site.error(f"{key!r} is not an ISO-8601 timestamp: {reprlib.repr(text)}") from None
     if moment.tzinfo is None:
         raise site.error(f"{key!r} has no time zone: {reprlib.repr(text)}")
-    return moment
+    try:
+        # In UTC, as Spark writes them: databases take offsets of at most about 15 hours
+        # (PostgreSQL), ISO-8601 allows 23:59, and a moment outside years 1-9999 in UTC fits neither.
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise site.error(f"{key!r} is outside years 1-9999 in UTC: {reprlib.repr(text)}") from None
 
 
 def _optional_timestamp(fields: dict[str, Any], key: str, site: JsonSite) -> datetime | None:

@@ -31,9 +31,10 @@ empty version 0) and replays changelogs s+1..V; format 2 takes ``V_<id>.zip`` if
 the newest zip named in the lineage of ``V_<id>.changelog`` and replays the lineage's changelogs.
 A zip also needs every SST and log file its metadata lists.
 
-Row counts: a zip's ``numKeys`` is the count at its version. A replay from version 0 counts the
-keys exactly. On top of a zip it cannot: whether a put adds a key or overwrites one is only known
-from the SST files, which ckptweb does not read.
+Row counts here are the cheap ones, for every version: a zip's ``numKeys`` is the count at its
+version, and a replay from version 0 counts the keys exactly. On top of a zip whether a put adds
+a key or overwrites one is only known from the zip's SST files: rocksdbrows.py reads them, for
+one version at a time.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _VERSION_FILE = re.compile(rf"(0|[1-9][0-9]{{0,18}})(?:_({_UUID}))?\.(zip|changelog)")
 _JAVA_SHORT = re.compile(r"[+-]?[0-9]{1,5}")
 # What zipfile raises on damaged archives: bad headers or CRC, cut data, unknown methods, encryption.
-_ZIP_ERRORS = (
+ZIP_ERRORS = (
     zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError,
 )
 
@@ -200,7 +201,7 @@ def parse_rocksdb_zip(
             text = archive.read(info)
     except KeyError:
         raise CorruptFileError(source, "the zip has no 'metadata' entry (RocksDBCheckpointMetadata)") from None
-    except _ZIP_ERRORS as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a readable zip file: {exc}") from None
     return parse_rocksdb_checkpoint_metadata(text, source=source)
 
@@ -581,9 +582,12 @@ def read_rocksdb_version(
 ) -> RocksDBVersionState:
     """Tell how ``version`` of a store loads and, where ckptweb can know it exactly, its row count.
 
-    ``unique_id`` (format 2) comes from the commit log (state_unique_ids_by_version).
+    ``unique_id`` (format 2) comes from the commit log (state_unique_ids_by_version); without
+    it, a format-2 version takes the only unique id its files carry.
     """
     files = list_rocksdb_store_files(storage, store)
+    if unique_id is None and files.checkpoint_format == 2:
+        unique_id = _unique_id_of(files, version, {}, store.path)
     return _StoreReader(storage, store.path, files, codec, row_checksum).state_of(version, unique_id)
 
 
@@ -685,10 +689,10 @@ class _StoreReader:
         if chain.changelogs:
             return None, (
                 f"{chain.snapshot.name} + {len(chain.changelogs)} changelog(s): whether a put adds a key or "
-                "overwrites one is only known from the SST files, which ckptweb does not read"
+                "overwrites one is only known from the SST files (rocksdbrows reads them)"
             )
         if num_keys < 0:
-            return None, f"{chain.snapshot.name} has numKeys {num_keys}: row tracking was off"
+            return None, f"{chain.snapshot.name} has numKeys {num_keys}: row tracking was off (rocksdbrows counts its keys)"
         return num_keys, f"numKeys of {chain.snapshot.name}"
 
     def _replay_keys(self, changelogs: tuple[RocksDBVersionFile, ...]) -> set[bytes] | None:

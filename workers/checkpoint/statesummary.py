@@ -6,9 +6,10 @@ a load replays on top of it — the figure that says how slow a restart will be 
 disk, and the rows at one version: the version a restart loads (latest committed batch + 1),
 which is also what Spark's ``statestore`` source reads by default.
 
-Rows are counted only where that is exact (HDFS: snapshot plus deltas replayed; RocksDB: a
-zip's ``numKeys`` or changelogs replayed from version 0) and only when the files to read stay
-under ``max_read_bytes``; otherwise ``rows`` is None and ``note`` says why.
+Rows are counted exactly (HDFS: snapshot plus deltas replayed; RocksDB: a zip's ``numKeys``,
+changelogs replayed from version 0, or a zip's SST files plus the changelogs after it) and only
+when the files to read stay under ``max_read_bytes``; otherwise ``rows`` is None and ``note``
+says why.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import CheckpointError
 from .layout import COMMITS_DIR, OFFSETS_DIR
 from .logdir import list_batch_ids, read_commit, read_offset_seq
-from .rocksdbstate import state_unique_ids_by_version, summarize_rocksdb_store
+from .rocksdbrows import read_rocksdb_rows
+from .rocksdbstate import RocksDBVersionState, state_unique_ids_by_version, summarize_rocksdb_store
 from .stateinventory import (
     DEFAULT_STORE_NAME,
     StateStoreDir,
@@ -140,7 +142,7 @@ def summarize_state_stores(
     for store in stores:
         provider = detect_provider(store.files)
         if provider == "rocksdb":
-            summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}))
+            summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}, max_read_bytes))
         else:
             summaries.append(_hdfs_partition(storage, store, provider, version, conf, max_read_bytes))
     return summaries
@@ -252,7 +254,8 @@ def _hdfs_rows(
 
 
 def _rocksdb_partition(
-    storage: CheckpointStorage, store: StateStoreDir, version: int | None, conf: StateConf, commits: Mapping[int, CommitMetadata]
+    storage: CheckpointStorage, store: StateStoreDir, version: int | None, conf: StateConf,
+    commits: Mapping[int, CommitMetadata], max_read_bytes: int,
 ) -> StatePartitionSummary:
     # The commit log lists each partition's store ids in store order; only the default store's
     # place (0) is certain, so named stores of format 2 fall back to the ids their files carry.
@@ -264,6 +267,7 @@ def _rocksdb_partition(
     summary = summarize_rocksdb_store(storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids)
     latest = summary.latest
     at_version = next((state for state in summary.versions if state.version == version), None)
+    rows, note = _rocksdb_rows(storage, store, at_version, version, conf, summary.errors, max_read_bytes)
     chain = None if latest is None else latest.chain
     return StatePartitionSummary(
         operator=store.operator,
@@ -275,17 +279,30 @@ def _rocksdb_partition(
         snapshot_version=None if chain is None or chain.snapshot is None else chain.snapshot.version,
         delta_chain=None if chain is None else len(chain.changelogs),
         bytes_on_disk=summary.bytes_on_disk,
-        rows=None if at_version is None else at_version.num_rows,
-        rows_version=None if at_version is None or at_version.num_rows is None else version,
-        note=_rocksdb_note(at_version, version, summary.errors),
+        rows=rows,
+        rows_version=None if rows is None else version,
+        note=note,
         load_files=None if chain is None else len(chain.changelogs) + (chain.snapshot is not None),
         load_bytes=None if chain is None else sum(f.size for f in (chain.snapshot, *chain.changelogs) if f is not None),
     )
 
 
-def _rocksdb_note(at_version, version: int | None, errors: Sequence[str]) -> str:
+def _rocksdb_rows(
+    storage: CheckpointStorage, store: StateStoreDir, at_version: RocksDBVersionState | None, version: int | None,
+    conf: StateConf, errors: Sequence[str], max_read_bytes: int,
+) -> tuple[int | None, str]:
+    """The rows at ``version``: the summary's cheap count, else the SST files read (rocksdbrows)."""
     if at_version is None:
-        return f"version {version} is not among the store's files" if version is not None else "no committed batch"
-    if at_version.num_rows is None:
-        return at_version.num_rows_source
-    return "; ".join(errors)
+        return None, f"version {version} is not among the store's files" if version is not None else "no committed batch"
+    if at_version.num_rows is not None:
+        return at_version.num_rows, "; ".join(errors)
+    if not at_version.is_loadable:
+        return None, at_version.num_rows_source
+    try:
+        count = read_rocksdb_rows(
+            storage, store, at_version.version, codec=conf.codec, unique_id=at_version.chain.unique_id,
+            max_read_bytes=max_read_bytes,
+        )
+    except CheckpointError as exc:
+        return None, str(exc)
+    return count.rows, "; ".join(errors)

@@ -35,6 +35,7 @@ EPOCH_2024 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 # The event-log query's source (pipelines/generate_event_log_fixture.py RATE): 6 rows per batch,
 # event time 2024-01-01 + 4 s per batch.
 ROWS_PER_BATCH = 6
+QUERY_UUID, RUN_UUID = "ff1d0735-693d-429a-9ec2-c0ac91f92c73", "f746ab80-ce6c-469b-b122-87524ac272f8"
 EVENT_TIME_STEP = timedelta(seconds=4)
 
 
@@ -271,20 +272,22 @@ def test_other_spark_events_are_not_listener_events():
     assert [listener_event_from_dict(fields, JsonSite("log", "event")) for fields in others] == [None] * len(others)
 
 
+def idle_event(**fields) -> dict:
+    """A QueryIdleEvent line of an event log; a field given as None is left out."""
+    event = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
+             "id": QUERY_UUID, "runId": RUN_UUID, "timestamp": "2024-01-01T00:00:00.000Z", **fields}
+    return {key: value for key, value in event.items() if value is not None}
+
+
 def test_query_idle_events_are_read_with_their_run_and_time():
-    idle = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
-            "id": "x", "runId": "y", "timestamp": "2024-01-01T00:00:00.000Z"}
+    event = listener_event_from_dict(idle_event(), JsonSite("log", "event"))
 
-    event = listener_event_from_dict(idle, JsonSite("log", "event"))
-
-    assert (event.id, event.run_id, event.timestamp.isoformat()) == ("x", "y", "2024-01-01T00:00:00+00:00")
+    assert (event.id, event.run_id, event.timestamp.isoformat()) == (QUERY_UUID, RUN_UUID, "2024-01-01T00:00:00+00:00")
 
 
 def test_a_query_idle_event_without_its_time_is_a_corrupt_line():
-    idle = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent", "id": "x", "runId": "y"}
-
     with pytest.raises(CorruptFileError, match="timestamp"):
-        listener_event_from_dict(idle, JsonSite("log", "event"))
+        listener_event_from_dict(idle_event(timestamp=None), JsonSite("log", "event"))
 
 
 @pytest.mark.parametrize("path", SPARK_2_0_EVENT_LOGS, ids=lambda path: path.name)
@@ -301,6 +304,28 @@ def test_a_progress_event_without_progress_is_corrupt():
 
 
 def test_a_started_event_without_run_id_is_corrupt():
-    fields = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent", "id": "x"}
+    fields = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent", "id": QUERY_UUID}
     with pytest.raises(CorruptFileError, match="missing field 'runId'"):
         listener_event_from_dict(fields, JsonSite("events_1", "line 1"))
+
+
+@pytest.mark.parametrize("field", ["id", "runId"])
+def test_an_id_that_is_not_a_uuid_is_corrupt_naming_the_field(field):
+    # Spark's query and run ids are java.util.UUIDs; another value cannot be a query's.
+    with pytest.raises(CorruptFileError, match=f"events_1: line 1: '{field}' is not a UUID: 'query-7'"):
+        listener_event_from_dict(idle_event(**{field: "query-7"}), JsonSite("events_1", "line 1"))
+
+
+@pytest.mark.parametrize(("written", "utc"), [
+    ("2024-01-01T00:00:04.000Z", "2024-01-01T00:00:04+00:00"),
+    # ISO-8601 allows offsets to 23:59; PostgreSQL stores at most about 15 hours.
+    ("2024-01-01T22:49:00+22:49", "2024-01-01T00:00:00+00:00"),
+])
+def test_timestamps_are_read_as_utc_whatever_their_offset(written, utc):
+    assert listener_event_from_dict(idle_event(timestamp=written), JsonSite("log", "event")).timestamp.isoformat() == utc
+
+
+@pytest.mark.parametrize("written", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_timestamp_outside_years_1_to_9999_in_utc_is_corrupt(written):
+    with pytest.raises(CorruptFileError, match="'timestamp' is outside years 1-9999 in UTC"):
+        listener_event_from_dict(idle_event(timestamp=written), JsonSite("log", "event"))

@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 from fixture_paths import OUR_FIXTURES
+from state_corpus import ROCKSDB_STATE_CHECKPOINTS
 
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
 from workers.checkpoint.logdir import list_batch_ids, read_offset_seq
@@ -29,6 +30,7 @@ HDFS_FIXTURES = (
     "killed_mid_batch",
     "hdfs_zstd_row_checksum",
 )
+ROCKSDB_FIXTURES = ROCKSDB_STATE_CHECKPOINTS
 CODEC = "spark.sql.streaming.stateStore.compression.codec"
 ROW_CHECKSUM = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 NO_LIMIT = 1_000_000
@@ -74,7 +76,7 @@ def _rows_at(storage: CheckpointStorage, store_dirs, version: int) -> int | None
         return None
 
 
-@pytest.mark.parametrize("fixture", HDFS_FIXTURES)
+@pytest.mark.parametrize("fixture", HDFS_FIXTURES + ROCKSDB_FIXTURES)
 def test_rows_at_each_version_add_up_to_the_num_rows_total_spark_reported(fixture):
     storage = CheckpointStorage(str(OUR_FIXTURES / fixture / "checkpoint"))
     store_dirs = _counted_stores(storage)
@@ -117,12 +119,31 @@ def test_a_missing_delta_is_a_missing_file_error_naming_it(tmp_path):
         _sample(storage, store_dir, 11)
 
 
-def test_a_rocksdb_store_is_refused_with_a_checkpoint_error():
-    storage = CheckpointStorage(str(OUR_FIXTURES / "rocksdb_changelog_agg" / "checkpoint"))
+def test_a_rocksdb_version_whose_changelog_is_gone_is_a_missing_file_error_naming_it(tmp_path):
+    shutil.copytree(OUR_FIXTURES / "rocksdb_changelog_agg" / "checkpoint", tmp_path / "c")
+    (tmp_path / "c/state/0/0/11.changelog").unlink()
+    storage = CheckpointStorage(str(tmp_path / "c"))
     store_dir = list_state_store_dirs(storage)[0]
 
-    with pytest.raises(CheckpointError, match="^state/0/0: sampling RocksDB state stores is not supported"):
+    with pytest.raises(MissingFileError, match=r"^state/0/0: version 11 cannot be loaded: missing changelog 11\.changelog"):
         _sample(storage, store_dir, 11)
+
+
+@pytest.mark.parametrize("partition", [0, 1])
+def test_rocksdb_rows_replayed_from_an_older_zip_equal_those_of_the_zip_spark_wrote_later(tmp_path, partition):
+    shutil.copytree(OUR_FIXTURES / "rocksdb_changelog_agg" / "checkpoint", tmp_path / "c")
+    storage = CheckpointStorage(str(tmp_path / "c"))
+    store_dir = list_state_store_dirs(storage)[partition]
+    from_zip = _sample(storage, store_dir, 12)
+
+    # Without 12.zip, version 12 loads as 10.zip + 11.changelog + 12.changelog.
+    (tmp_path / f"c/state/0/{partition}/12.zip").unlink()
+    without_zip = list_state_store_dirs(storage)[partition]
+    replayed = _sample(storage, without_zip, 12)
+
+    assert len(from_zip) > 0
+    assert sorted(map(repr, replayed)) == sorted(map(repr, from_zip))
+    assert _sample(storage, without_zip, 12, limit=1) == replayed[:1]
 
 
 def test_a_row_that_does_not_fit_the_schema_names_the_file_that_put_it():

@@ -319,3 +319,40 @@ def test_a_directory_inside_the_checkpoint_that_links_out_of_the_roots_is_refuse
     assert str(raised.value).startswith("state/0/0: ")
     # A link that stays inside the roots is listed as the directory it leads to.
     assert [info.name for info in storage.list_dir("state/0/1")] == ["0", "1"]
+
+
+# --- copies to a local directory (files a library opens by name: RocksDB's SSTs) ----------------
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_copy_to_local_copies_a_file_in_chunks_and_counts_one_read(tmp_path, memory_fs, where, monkeypatch):
+    import workers.checkpoint.storage as storage_module
+
+    content = bytes(range(256)) * 40  # 10,240 bytes: 3 chunks of 4096 and a short one
+    monkeypatch.setattr(storage_module, "LOCAL_READ_CHUNK_BYTES", 4096)
+    if where == "local":
+        (tmp_path / "root" / "SSTs").mkdir(parents=True)
+        (tmp_path / "root" / "SSTs" / "1.sst").write_bytes(content)
+        storage = CheckpointStorage(str(tmp_path / "root"))
+    else:
+        memory_fs.pipe("/root/SSTs/1.sst", content)
+        storage = CheckpointStorage("memory://root")
+
+    copied = storage.copy_to_local("SSTs/1.sst", str(tmp_path / "copy.sst"))
+
+    assert copied == len(content) and (tmp_path / "copy.sst").read_bytes() == content
+    assert (storage.calls.read, storage.calls.bytes_read) == (1, len(content))
+
+
+def test_copy_to_local_of_an_absent_file_is_a_missing_file_error_naming_it(local_checkpoint, tmp_path):
+    with pytest.raises(MissingFileError, match=r"^SSTs/9\.sst: no such file"):
+        CheckpointStorage(str(local_checkpoint)).copy_to_local("SSTs/9.sst", str(tmp_path / "9.sst"))
+
+
+def test_copy_to_local_stops_at_the_limit_and_never_overwrites(local_checkpoint, tmp_path):
+    storage = CheckpointStorage(str(local_checkpoint))
+
+    with pytest.raises(CorruptFileError, match=r"^metadata: file is larger than the read limit of 3 bytes"):
+        storage.copy_to_local("metadata", str(tmp_path / "a"), max_bytes=3)
+    with pytest.raises(StorageError, match=r"^metadata: cannot copy the file to .*/a: FileExistsError"):
+        storage.copy_to_local("metadata", str(tmp_path / "a"))

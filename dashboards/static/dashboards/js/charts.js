@@ -1,5 +1,8 @@
 // Render every <div class="chart" data-chart-url="..."> with the Plotly figure JSON its URL returns,
 // on page load and after each htmx swap. The server builds the figure (dashboards/charts.py).
+// Charts with a data-chart-part share one answer holding a figure per part (the Runtime section):
+// one request draws them all, a zoom of one zooms the others, and a click on a point opens
+// layout.meta.link with the point's batch id (or the address a mark carries).
 // plotly.js (1.3 MB) is loaded from here, only on pages with a chart, as an async script: the page
 // paints without waiting for it, and the figures are fetched while it downloads.
 (function () {
@@ -18,23 +21,56 @@
     }
     return plotly;
   }
+  var inFlight = {};  // url -> the pending answer, shared by the charts rendered meanwhile
   function fetchFigure(url) {
-    return fetch(url, {credentials: "same-origin"}).then(function (response) {
-      if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
-      return response.json();
-    });
+    if (!inFlight[url]) {
+      var answer = fetch(url, {credentials: "same-origin"}).then(function (response) {
+        if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
+        return response.json();
+      });
+      var forget = function () { delete inFlight[url]; };
+      answer.then(forget, forget);
+      inFlight[url] = answer;
+    }
+    return inFlight[url];
   }
   function render(el) {
     Promise.all([loadPlotly(), fetchFigure(el.dataset.chartUrl)])
       .then(function (loaded) {
-        var figure = loaded[1];
+        var part = el.dataset.chartPart;
+        var figure = part ? loaded[1][part] : loaded[1];
+        if (!figure) { throw new Error("the answer has no " + part + " chart"); }
         return loaded[0].react(el, figure.data, figure.layout, {responsive: true, displaylogo: false});
       })
-      .then(function () { el.dataset.rendered = "true"; })
+      .then(function () { follow(el); el.dataset.rendered = "true"; })
       .catch(function (error) {
         el.dataset.rendered = "error";
         el.textContent = "Chart could not be loaded: " + error.message;
       });
+  }
+  function follow(el) {
+    if (el.dataset.followed) { return; }
+    el.dataset.followed = "true";
+    el.on("plotly_click", function (event) { openLink(el, event.points); });
+    if (el.dataset.chartPart) { el.on("plotly_relayout", function (change) { zoomSiblings(el, change); }); }
+  }
+  function openLink(el, points) {
+    var point = points.find(function (p) { return p.customdata !== undefined && p.customdata !== null; });
+    var link = el.layout.meta && el.layout.meta.link;
+    if (!point) { return; }
+    if (typeof point.customdata === "string") { window.location.href = point.customdata; }
+    else if (link) { window.location.href = link.replace("{}", point.customdata); }
+  }
+  function zoomSiblings(el, change) {
+    if (el.dataset.zooming) { return; }
+    var update = {};
+    Object.keys(change).forEach(function (key) { if (key.indexOf("xaxis.") === 0) { update[key] = change[key]; } });
+    if (!Object.keys(update).length) { return; }
+    document.querySelectorAll(".chart[data-chart-part][data-rendered=true]").forEach(function (other) {
+      if (other === el || other.dataset.chartUrl !== el.dataset.chartUrl) { return; }
+      other.dataset.zooming = "true";
+      window.Plotly.relayout(other, update).then(function () { delete other.dataset.zooming; });
+    });
   }
   function renderAll(root) {
     root.querySelectorAll(".chart[data-chart-url]").forEach(render);
@@ -42,12 +78,14 @@
   function keepFresh(el) {
     var seconds = Number(el.dataset.refreshSeconds);
     if (seconds > 0) {
-      setInterval(function () { if (document.visibilityState === "visible") { render(el); } }, seconds * 1000);
+      // A chart, or a group of charts sharing one answer.
+      var again = el.matches(".chart") ? function () { render(el); } : function () { renderAll(el); };
+      setInterval(function () { if (document.visibilityState === "visible") { again(); } }, seconds * 1000);
     }
   }
   function start() {
     renderAll(document);
-    document.querySelectorAll(".chart[data-refresh-seconds]").forEach(keepFresh);
+    document.querySelectorAll("[data-refresh-seconds]").forEach(keepFresh);
   }
   // A deferred script runs once the document is parsed; this also covers it being loaded otherwise.
   if (document.readyState === "loading") {

@@ -1,0 +1,380 @@
+"""The query page's Runtime charts, as Spark's Structured Streaming tab draws them. Pure: no request, no ORM.
+
+One figure per chart, all against the batch start time (StreamingQueryProgress.timestamp) on a date
+axis fed epoch milliseconds (short JSON). Every point carries its batch id: the hover names it and
+a click opens the batch page (charts.js reads the page's address from ``layout.meta.link``). The
+figures follow Spark's UI (StreamingQueryStatisticsPage): the operation durations stacked without
+triggerExecution (it is their total), the watermark gap only where a watermark is set (Spark
+reports 1970-01-01 before the first one), but state figures per operator rather than summed.
+
+Events worth knowing when reading a chart (restarts, compactions, maintenance...) are marks on
+every chart: a dotted vertical line, and a symbol in a lane above the plot, a row per kind, whose
+hover names the event.
+
+The figures are plain dicts in Plotly's figure schema, serialised with ``json``: plotly.py's
+graph objects validate and deep-copy every array, which took 360 ms of CPU for the nine figures
+of a long history (1,000 points each), against about 10 ms this way; the few layout properties
+of plotly.py's default template that the page's other charts show are set here.
+"""
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+Figure = dict  # {"data": [trace, ...], "layout": {...}}, as Plotly.react takes them
+
+CHART_HEIGHT_PX = 320  # the CSS of .chart.runtime reserves as much before the figure arrives
+# A figure with more points than this draws lines only: markers would hide the line.
+MARKERS_UP_TO_POINTS = 60
+# Spark's order of the phases of a micro-batch (MicroBatchExecution.reportTimeTaken); others follow by name.
+PHASE_ORDER = (
+    "latestOffset", "getOffset", "setOffsetRange", "getEndOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
+    "commitOffsets",
+)
+TOTAL_PHASE = "triggerExecution"
+SENTENCE_LINE_CHARS = 44  # a sentence in place of a chart fits a 380-pixel chart
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressPoint:
+    """One batch's query-wide figures (rates are sums over the sources)."""
+
+    batch_id: int
+    timestamp_ms: int
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    num_input_rows: int | None
+    batch_duration_ms: int | None
+    duration_ms: Mapping[str, int]
+    watermark_gap_ms: int | None  # batch start minus the watermark; None before the first watermark
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorPoint:
+    """One stateful operator's figures in one batch (StateOperatorProgress)."""
+
+    batch_id: int
+    timestamp_ms: int
+    operator_index: int
+    operator_name: str
+    num_rows_total: int | None
+    num_rows_updated: int | None
+    num_rows_removed: int | None
+    num_rows_dropped_by_watermark: int | None
+    memory_used_bytes: int | None
+    cache_hit_ratio: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator_index}: {self.operator_name}" if self.operator_name else f"operator {self.operator_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeMark:
+    """Something that happened at a moment of the query's history; ``kind`` is a key of MARK_STYLES."""
+
+    kind: str
+    time_ms: int
+    text: str
+    batch_id: int | None = None
+    link: str | None = None  # where a click goes; None: the batch page of batch_id
+
+
+@dataclass(frozen=True, slots=True)
+class MarkStyle:
+    label: str
+    row: str  # the name of its row in a chart's lane of marks: short, the hover says the rest
+    colour: str
+    symbol: str
+
+
+MARK_STYLES = {
+    "restart": MarkStyle("query restart", "restart", "#d9534f", "triangle-down"),
+    "conf": MarkStyle("pinned SQL conf changed", "conf change", "#8a3b00", "star"),
+    "compaction": MarkStyle("log compaction", "compaction", "#6f42c1", "diamond"),
+    "maintenance": MarkStyle("maintenance run", "maintenance", "#1f3a56", "square"),
+    "snapshot": MarkStyle("state snapshot", "snapshot", "#2d8a2d", "circle"),
+    "finding": MarkStyle("integrity finding", "finding", "#e08a00", "x"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeChart:
+    part: str
+    caption: str
+    is_stateful: bool
+
+
+RUNTIME_CHARTS = (
+    RuntimeChart("rates", "Input rate and process rate", False),
+    RuntimeChart("input-rows", "Input rows", False),
+    RuntimeChart("batch-duration", "Batch duration", False),
+    RuntimeChart("phases", "Operation duration by phase", False),
+    RuntimeChart("watermark-gap", "Global watermark gap", False),
+    RuntimeChart("state-rows", "State rows total", True),
+    RuntimeChart("state-changes", "State rows updated, removed and dropped by watermark", True),
+    RuntimeChart("state-memory", "State memory used", True),
+    RuntimeChart("state-cache", "State cache hit ratio", True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DurationUnit:
+    name: str
+    ms: int
+
+    @classmethod
+    def for_longest(cls, longest_ms: float | None, units: Sequence[DurationUnit]) -> DurationUnit:
+        """The largest of ``units`` (smallest first) in which the longest value is 10 or more, so
+        the axis reads "12.5 s" rather than "12,500 ms", "3 d" rather than "260k s"."""
+        fitting = [unit for unit in units if longest_ms is not None and longest_ms >= 10 * unit.ms]
+        return fitting[-1] if fitting else units[0]
+
+
+MILLISECONDS, SECONDS = DurationUnit("ms", 1), DurationUnit("s", 1_000)
+BATCH_DURATION_UNITS = (MILLISECONDS, SECONDS)
+WATERMARK_GAP_UNITS = (SECONDS, DurationUnit("min", 60_000), DurationUnit("h", 3_600_000), DurationUnit("d", 86_400_000))
+
+
+def runtime_figures(
+    progress: Sequence[ProgressPoint],
+    operators: Sequence[OperatorPoint],
+    marks: Sequence[RuntimeMark] = (),
+    *,
+    bucket_width: int = 1,
+    state_bucket_width: int = 1,
+    batch_link: str = "",
+) -> dict[str, Figure]:
+    """Every Runtime chart, keyed by its RUNTIME_CHARTS part; the state charts only with operators.
+
+    ``batch_link`` is the batch page's address with ``{}`` for the batch id. A bucket width above
+    1 says the points are the lowest and highest values of every that many batches (the state
+    charts' series is downsampled apart).
+    """
+    unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
+    figures = {
+        "rates": _rates_figure(progress),
+        "input-rows": _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"),
+        "batch-duration": _lines_figure(progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"),
+        "phases": _phases_figure(progress, unit),
+        "watermark-gap": _watermark_gap_figure(progress),
+    }
+    state = _state_figures(operators) if operators else {}
+    decorations = _mark_decorations(marks)
+    for figure in figures.values():
+        _finish(figure, decorations, bucket_width, batch_link, has_legend=len(figure["data"]) > 1)
+    for figure in state.values():  # the legend names the operators
+        _finish(figure, decorations, state_bucket_width, batch_link, has_legend=True)
+    return {**figures, **state}
+
+
+def runtime_figures_json(figures: Mapping[str, Figure]) -> str:
+    """One JSON object of the figures by part, as the chart endpoint returns it."""
+    return json.dumps(figures, separators=(",", ":"), allow_nan=False)
+
+
+def _rates_figure(progress: Sequence[ProgressPoint]) -> Figure:
+    return _lines_figure(
+        progress,
+        [("input rate", "#2b7bb9", lambda p: p.input_rows_per_second), ("process rate", "#e07b00", lambda p: p.processed_rows_per_second)],
+        "rows/s", ",.1f",
+    )
+
+
+def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> Figure:
+    if all(p.watermark_gap_ms is None for p in progress):
+        return _sentence_figure("No event-time watermark in this range: Spark reports one for queries with withWatermark, "
+                                "once the first batch has set it.")
+    unit = DurationUnit.for_longest(_longest(p.watermark_gap_ms for p in progress), WATERMARK_GAP_UNITS)
+    return _lines_figure(progress, [("watermark gap", "#8a5a9e", _scaled(lambda p: p.watermark_gap_ms, unit))], unit.name, ",.3~f")
+
+
+def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Figure:
+    """The phases of each batch stacked (a missing phase counts 0, as Spark's UI pads it)."""
+    phases = _phases_of(progress)
+    if not phases:
+        return _sentence_figure("Spark reported no durationMs phases in this range.")
+    times, batches = [p.timestamp_ms for p in progress], [p.batch_id for p in progress]
+    traces = [
+        {"type": "scatter", "x": times, "y": [p.duration_ms.get(phase, 0) / unit.ms for p in progress], "customdata": batches,
+         "name": phase, "stackgroup": "phases", "mode": "lines", "line": {"width": 0.5},
+         "hovertemplate": f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>"}
+        for phase in phases
+    ]
+    return _figure(traces, unit.name)
+
+
+def _phases_of(progress: Iterable[ProgressPoint]) -> list[str]:
+    found = {phase for p in progress for phase in p.duration_ms} - {TOTAL_PHASE}
+    known = [phase for phase in PHASE_ORDER if phase in found]
+    return known + sorted(found - set(known))
+
+
+def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, Figure]:
+    by_operator: dict[str, list[OperatorPoint]] = {}
+    for point in operators:
+        by_operator.setdefault(point.label, []).append(point)
+    series = sorted(by_operator.items())
+    figures = {
+        "state-rows": _per_operator_figure(series, lambda p: p.num_rows_total, "rows", ",d"),
+        "state-changes": _state_changes_figure(series),
+        "state-memory": _per_operator_figure(series, lambda p: p.memory_used_bytes, "bytes", ",.4~s"),
+        "state-cache": _per_operator_figure(series, lambda p: p.cache_hit_ratio, "hit ratio", ".1%"),
+    }
+    if all(p.cache_hit_ratio is None for p in operators):
+        figures["state-cache"] = _sentence_figure("No cache lookups reported: only the HDFS state store provider reports "
+                                                  "loadedMapCacheHitCount and loadedMapCacheMissCount.")
+    else:
+        figures["state-cache"]["layout"]["yaxis"].update(range=[0, 1.05], tickformat=".0%")
+    figures["state-memory"]["layout"]["yaxis"].update(tickformat="~s", ticksuffix="B")
+    return figures
+
+
+def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit: str, number_format: str) -> Figure:
+    traces = [
+        _trace(points, value, name=label, colour=colour, unit=unit, number_format=number_format)
+        for colour, (label, points) in zip(_PALETTE, series)
+    ]
+    return _figure(traces, unit)
+
+
+STATE_CHANGES = (
+    ("updated", "#2b7bb9", lambda p: p.num_rows_updated),
+    ("removed", "#d9534f", lambda p: p.num_rows_removed),
+    ("dropped by watermark", "#e08a00", lambda p: p.num_rows_dropped_by_watermark),
+)
+_DASHES = ("solid", "dash", "dot", "dashdot")
+_PALETTE = ("#2b7bb9", "#e07b00", "#5b8c3a", "#8a5a9e", "#d9534f", "#17becf", "#7f7f7f", "#bcbd22")
+# plotly.py's default template: what the page's other charts look like.
+_PLOTLY_COLOURS = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52")
+_AXIS_LOOK = {"gridcolor": "white", "linecolor": "white", "zerolinecolor": "white", "zerolinewidth": 2, "automargin": True}
+
+
+def _state_changes_figure(series) -> Figure:
+    """Colour says the change, the dash says the operator (most queries have one)."""
+    traces = []
+    for index, (label, points) in enumerate(series):
+        for change, colour, value in STATE_CHANGES:
+            trace = _trace(points, value, name=change if len(series) == 1 else f"{label} {change}", colour=colour, unit="rows", number_format=",d")
+            trace["line"]["dash"] = _DASHES[index % len(_DASHES)]
+            traces.append(trace)
+    return _figure(traces, "rows")
+
+
+def _lines_figure(progress: Sequence[ProgressPoint], lines, unit: str, number_format: str) -> Figure:
+    traces = [_trace(progress, value, name=name, colour=colour, unit=unit, number_format=number_format) for name, colour, value in lines]
+    if not any(trace["x"] for trace in traces):
+        return _sentence_figure(f"Spark reported no {' or '.join(name for name, _, _ in lines)} in this range.")
+    return _figure(traces, unit)
+
+
+def _trace(points, value: Callable, *, name: str, colour: str, unit: str, number_format: str) -> dict:
+    """A line of the points whose ``value`` is known, each point carrying its batch id."""
+    chosen = [(p.timestamp_ms, v, p.batch_id) for p in points if (v := value(p)) is not None and math.isfinite(v)]
+    return {
+        "type": "scatter", "x": [x for x, _, _ in chosen], "y": [y for _, y, _ in chosen], "customdata": [b for _, _, b in chosen],
+        "name": name, "mode": "lines+markers" if len(chosen) <= MARKERS_UP_TO_POINTS else "lines",
+        "line": {"color": colour, "width": 1.5}, "marker": {"size": 5},
+        "hovertemplate": f"%{{y:{number_format}}} {unit} · batch %{{customdata}}<extra>{name}</extra>",
+    }
+
+
+def _figure(traces: list[dict], unit: str) -> Figure:
+    return {"data": traces, "layout": {"yaxis": {"title": {"text": unit}}}}
+
+
+def _scaled(value: Callable[[ProgressPoint], int | None], unit: DurationUnit) -> Callable[[ProgressPoint], float | None]:
+    def scaled(point: ProgressPoint) -> float | None:
+        raw = value(point)
+        return None if raw is None else raw / unit.ms
+    return scaled
+
+
+def _longest(values: Iterable[int | None]) -> int | None:
+    return max((value for value in values if value is not None), default=None)
+
+
+def _sentence_figure(sentence: str) -> Figure:
+    """No axes, only what is missing: an empty chart says so in words (broken into lines by hand:
+    Plotly does not wrap an annotation, and a chart may be a phone's width)."""
+    lines = "<br>".join(textwrap.wrap(sentence, SENTENCE_LINE_CHARS))
+    return {"data": [], "layout": {
+        "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "#fff", "meta": {"sentence": sentence},
+        "annotations": [{"text": lines, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+                         "font": {"size": 13, "color": "#555"}}],
+    }}
+
+
+@dataclass(frozen=True, slots=True)
+class _Decorations:
+    traces: tuple[dict, ...]
+    shapes: tuple[dict, ...]
+    rows: tuple[str, ...]  # the lane's row labels, top row first
+
+
+LANE_ROW_SHARE = 0.065  # of a chart's plot height, per kind of mark present
+
+
+def _mark_decorations(marks: Sequence[RuntimeMark]) -> _Decorations:
+    """The marks' symbols (a row per kind in a lane above the plot, axis y2) and lines, built once for every figure."""
+    kinds = [kind for kind in MARK_STYLES if any(m.kind == kind for m in marks)]
+    traces, shapes = [], []
+    for row, kind in enumerate(reversed(kinds)):
+        style = MARK_STYLES[kind]
+        chosen = sorted((m for m in marks if m.kind == kind), key=lambda m: m.time_ms)
+        traces.append({
+            "type": "scatter", "x": [m.time_ms for m in chosen], "y": [row] * len(chosen), "yaxis": "y2", "mode": "markers",
+            "name": style.label, "showlegend": False, "cliponaxis": False,
+            "marker": {"symbol": style.symbol, "color": style.colour, "size": 10, "line": {"width": 1, "color": "#fff"}},
+            "hovertext": [m.text for m in chosen], "hovertemplate": "%{hovertext}<extra></extra>",
+            "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
+        })
+        shapes += [
+            {"type": "line", "xref": "x", "yref": "paper", "x0": m.time_ms, "x1": m.time_ms, "y0": 0, "y1": 1, "layer": "below",
+             "line": {"color": style.colour, "width": 1, "dash": "dot"}}
+            for m in chosen
+        ]
+    return _Decorations(tuple(traces), tuple(shapes), tuple(MARK_STYLES[kind].row for kind in kinds))
+
+
+def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_link: str, *, has_legend: bool) -> None:
+    """Size, look, axes, marks and the notes every Runtime chart shares."""
+    layout = figure["layout"]
+    is_sentence = "sentence" in layout.get("meta", {})
+    layout.update(
+        height=CHART_HEIGHT_PX, margin={"l": 64, "r": 16, "t": 24, "b": 36}, hovermode="x unified", uirevision="runtime",
+        showlegend=has_legend and not is_sentence, font={"size": 11, "color": "#2a3f5f"}, hoverlabel={"align": "left"},
+        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}}, colorway=list(_PLOTLY_COLOURS),
+        meta={**layout.get("meta", {}), "link": batch_link},
+    )
+    if is_sentence:
+        return
+    layout.update(plot_bgcolor="#E5ECF6")
+    layout["xaxis"] = {
+        "type": "date", "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC", "title": {"text": "batch start (UTC)", "font": {"size": 10}, "standoff": 4},
+        **_AXIS_LOOK,
+    }
+    layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
+    if decorations.traces:
+        _add_lane(figure, decorations)
+    if bucket_width > 1:
+        layout.setdefault("annotations", []).append({
+            "text": f"lowest and highest of every {bucket_width:,} batches", "showarrow": False, "xref": "paper", "yref": "paper",
+            "x": 1, "y": 1, "xanchor": "right", "yanchor": "bottom", "font": {"size": 10, "color": "#777"},
+        })
+
+
+def _add_lane(figure: Figure, decorations: _Decorations) -> None:
+    """The marks' lane on top of the plot, its rows named on the left; the lines cross the plot."""
+    rows = len(decorations.rows)
+    top_of_plot = 1 - LANE_ROW_SHARE * rows
+    figure["data"] = figure["data"] + list(decorations.traces)
+    figure["layout"]["shapes"] = list(decorations.shapes)
+    figure["layout"]["yaxis"]["domain"] = [0, top_of_plot - 0.02]
+    figure["layout"]["yaxis2"] = {
+        "domain": [top_of_plot, 1], "range": [-0.7, rows - 0.3], "fixedrange": True, "showgrid": False, "zeroline": False,
+        "tickvals": list(range(rows)), "ticktext": list(reversed(decorations.rows)), "tickfont": {"size": 9, "color": "#555"},
+    }

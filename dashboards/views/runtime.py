@@ -1,0 +1,16 @@
+"""The Runtime section's chart endpoint: every figure of the section in one response."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+
+from ..chart_series import BatchRange
+from ..runtime_section import runtime_charts_json
+from .pages import get_checkpoint_for_user
+
+
+@login_required
+def runtime_charts(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    body = runtime_charts_json(checkpoint, BatchRange.from_query(request.GET))
+    return HttpResponse(body, content_type="application/json")

@@ -1,0 +1,49 @@
+"""On S3 (moto's server mode) the state figures follow the batches at most once per
+CKPTWEB_STATE_FOLLOW_MIN_SECONDS per checkpoint, and then equal those of the same files on disk."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from workers.sync import sync_checkpoint
+
+from .conftest import BUCKET
+from .test_sync_s3 import _upload
+
+pytestmark = pytest.mark.django_db
+
+FIXTURE = OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint"
+HELD_BACK = (10, 11)
+FIGURES = ("partition", "latest_version", "snapshot_version", "delta_chain", "rows", "rows_version", "note")
+
+
+def _figures(checkpoint) -> list[tuple]:
+    return list(checkpoint.state_partitions.order_by("partition").values_list(*FIGURES))
+
+
+def test_on_s3_the_state_follows_at_most_once_per_interval(s3_bucket, copy_checkpoint, settings, tmp_path):
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    settings.STATE_FOLLOW_MIN_SECONDS = 60
+    _upload(s3_bucket, FIXTURE, "agg")
+    held = {batch_id: s3_bucket.get_object(Bucket=BUCKET, Key=f"agg/commits/{batch_id}")["Body"].read() for batch_id in HELD_BACK}
+    for batch_id in HELD_BACK:
+        s3_bucket.delete_object(Bucket=BUCKET, Key=f"agg/commits/{batch_id}")
+    checkpoint = make_checkpoint(name="remote", url=f"s3://{BUCKET}/agg")
+    first = sync_checkpoint(checkpoint.pk)  # a full pass: rows at version 10
+
+    s3_bucket.put_object(Bucket=BUCKET, Key="agg/commits/10", Body=held[10])
+    too_soon = sync_checkpoint(checkpoint.pk, now=first.started_at + timedelta(seconds=59))
+    assert {row[5] for row in _figures(checkpoint)} == {10}
+    # offsets/12 (missing), commits/10 and commits/11 (missing): nothing of the state.
+    assert (too_soon.new_commits, too_soon.list_calls, too_soon.info_calls, too_soon.read_calls) == (1, 0, 0, 3)
+
+    s3_bucket.put_object(Bucket=BUCKET, Key="agg/commits/11", Body=held[11])
+    sync_checkpoint(checkpoint.pk, now=first.started_at + timedelta(seconds=60))
+
+    local = make_checkpoint(name="local", url=str(copy_checkpoint(FIXTURE, "agg")))
+    sync_checkpoint(local.pk)  # a full pass of every file, on disk
+    assert _figures(checkpoint) == _figures(local)
+    assert {row[5] for row in _figures(checkpoint)} == {12}
