@@ -163,12 +163,13 @@ def test_the_sink_retention_drops_entries_older_than_it_as_spark_s_should_retain
     spark_bytes, _ = keep_own_entries_as_plain_file(log, 11)
     lines = entry_lines(spark_bytes)
     times = sorted(json.loads(line)["modificationTime"] for line in lines)
-    now_ms = int(later() * 1000)
+    now = later()  # one instant for the expectation and the plan
+    now_ms = int(now * 1000)
     retention_ms = now_ms - times[len(times) // 2]  # keeps the newer half (ties included)
     expected = [line for line in lines if now_ms - json.loads(line)["modificationTime"] <= retention_ms]
     assert 0 < len(expected) < len(lines)
 
-    storage, plan = plan_on(query, "output", None, expire=False, retention_ms=retention_ms)
+    storage, plan = plan_on(query, "output", None, expire=False, retention_ms=retention_ms, now=now)
     apply_compaction(storage, plan)
     assert (log / "11.compact").read_bytes() == b"\n".join([b"v1", *expected])
 
