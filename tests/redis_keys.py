@@ -15,6 +15,7 @@ RUN = f"ckptweb-test-{os.getpid()}"
 CACHE_KEY_PREFIX = RUN  # Django's RedisCache writes "<prefix>:<version>:<key>"
 # kombu keeps a deadline per bound exchange here (kombu.transport.redis.Channel.keyprefix_binding_deadlines).
 BINDING_DEADLINES = "_kombu.binding_deadlines"
+UNACKED, UNACKED_INDEX = "unacked", "unacked_index"  # Channel.unacked_key, unacked_index_key
 
 
 def queue_of_this_run(kind: str = "") -> str:
@@ -35,4 +36,10 @@ def delete_keys_of_this_run(redis_url: str) -> list[str]:
         if RUN in exchange or not client.exists(f"_kombu.binding.{exchange}"):
             client.zrem(BINDING_DEADLINES, exchange)
             keys.append(f"{BINDING_DEADLINES}[{exchange}]")
+    # Messages a killed worker took and never acknowledged, kept by kombu to deliver again.
+    for tag, message in client.hscan_iter(UNACKED):
+        if f'"{RUN}-' in message:
+            client.hdel(UNACKED, tag)
+            client.zrem(UNACKED_INDEX, tag)
+            keys.append(f"{UNACKED}[{tag}]")
     return keys
