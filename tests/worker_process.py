@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -54,30 +55,34 @@ def celery_worker(
         sys.executable, "-m", "celery", "-A", "ckptweb", "worker", "-Q", queue, f"--pool={pool}",
         "--concurrency=1", "--loglevel=INFO", "--without-mingle", "--without-gossip", f"--hostname={name}@%h",
     ]
+    # Its output goes to a file, not a pipe: nobody reads a pipe until the worker stops, and a worker
+    # logging more than the pipe holds (tracebacks while its database is down) blocks in the write.
     # A session of its own, so that the worker and its pool's children can be killed as a group.
-    process = subprocess.Popen(
-        command, cwd=REPO_DIR, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        yield queue, process
-    finally:
-        print(stop_worker(process))  # shown by pytest when the test fails
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            command, cwd=REPO_DIR, env=worker_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        try:
+            yield queue, process
+        finally:
+            stop_worker(process)
+            output.seek(0)
+            print(output.read().decode(errors="replace"))  # shown by pytest when the test fails
 
 
-def stop_worker(process: subprocess.Popen) -> str:
+def stop_worker(process: subprocess.Popen) -> None:
     """Stop a worker as its supervisor would (a warm shutdown), killing it and its pool's children if
-    it has not ended within WORKER_TIMEOUT_SECONDS; return its output.
+    it has not ended within WORKER_TIMEOUT_SECONDS.
 
     A worker left running keeps its connection to the test database, which then cannot be dropped.
     """
     process.terminate()
     try:
-        output = process.communicate(timeout=WORKER_TIMEOUT_SECONDS)[0]
+        process.wait(timeout=WORKER_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
-        output = process.communicate()[0] + f"\n[killed: no warm shutdown within {WORKER_TIMEOUT_SECONDS} s]".encode()
+        print(f"[killed: no warm shutdown within {WORKER_TIMEOUT_SECONDS} s]")
     _kill_group(process.pid)  # pool children left by a worker that was SIGKILLed during the test
-    return output.decode(errors="replace")
+    process.wait()
 
 
 def _kill_group(pid: int) -> None:
