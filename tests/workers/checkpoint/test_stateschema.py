@@ -49,6 +49,11 @@ EXPECTED_SCHEMAS = {
     "stream_stream_join/checkpoint/state/0/0/right-keyToNumValues/_metadata/schema": KEY_TO_NUM_VALUES,
     "stream_stream_join/checkpoint/state/0/0/left-keyWithIndexToValue/_metadata/schema": _key_with_index("left"),
     "stream_stream_join/checkpoint/state/0/0/right-keyWithIndexToValue/_metadata/schema": _key_with_index("right"),
+    "rocksdb_no_changelog_agg/checkpoint/state/0/0/_metadata/schema": WINDOW_AGG,
+    **{f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyToNumValues/_metadata/schema": KEY_TO_NUM_VALUES for side in ("left", "right")},
+    **{f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyWithIndexToValue/_metadata/schema": _key_with_index(side) for side in ("left", "right")},
+    # StreamingGlobalLimitExec: one key of NullType ("key") and the count of rows let through ("value", LongType).
+    "rocksdb_limit_checkpoint_v2/checkpoint/state/0/0/_metadata/schema": ("struct<key:void>", "struct<value:bigint>"),
     "checkpoint-version-3.2.0-deduplication-with-repartition/state/0/0/_metadata/schema": (
         "struct<key1:int,key2:int>",
         "struct<key1:int,key2:int,value:int>",
