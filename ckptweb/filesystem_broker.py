@@ -29,7 +29,7 @@ import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from time import monotonic
+from time import monotonic_ns
 
 from kombu.exceptions import ChannelError
 from kombu.transport import TRANSPORT_ALIASES, filesystem, virtual
@@ -50,7 +50,9 @@ class Channel(filesystem.Channel):
     """kombu's filesystem channel with atomic writes of messages and exchange tables."""
 
     def _put(self, queue, payload, **kwargs) -> None:
-        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        # Zero-padded so that the names sort in the order they were sent (the consumer reads them
+        # sorted); CLOCK_MONOTONIC is one clock for every process on the machine.
+        name = f"{monotonic_ns():020d}_{uuid.uuid4()}.{queue}.msg"
         try:
             write_atomically(Path(self.data_folder_out), name, dumps(payload).encode())
         except OSError as exc:

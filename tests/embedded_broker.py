@@ -14,6 +14,9 @@ register_scheme()  # spawned publishers set up no Django, so ckptweb/celery.py h
 # few messages ("JSONDecodeError: Expecting value: line 1 column 1 (char 0)", as the demo's worker did).
 PAYLOAD_BYTES = 512 * 1024
 MESSAGES_PER_PUBLISHER = 60
+# The time part of a message name that sorts before every message the transport sends: a test's
+# damaged message is then the oldest in the queue, read before the good one sent after it.
+OLDEST_NAME = "0" * 20
 
 
 def broker_options(broker_dir: Path) -> dict:

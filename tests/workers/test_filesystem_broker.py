@@ -12,7 +12,10 @@ import os
 from kombu import Connection
 
 from ckptweb.filesystem_broker import Channel
-from embedded_broker import MESSAGES_PER_PUBLISHER, PAYLOAD_BYTES, broker_options, connect, publish
+from embedded_broker import MESSAGES_PER_PUBLISHER, OLDEST_NAME, PAYLOAD_BYTES, broker_options, connect, publish
+
+
+HALF_WRITTEN = f"{OLDEST_NAME}_half.work.msg"
 
 
 def test_a_consumer_reading_while_two_processes_publish_gets_every_message_whole(tmp_path):
@@ -41,7 +44,7 @@ def test_a_message_that_is_not_json_is_set_aside_with_its_name_and_the_next_one_
     with connect(tmp_path) as connection:
         queue = connection.SimpleQueue("work")
         # What the stock transport leaves for a reader between creating a message file and writing it.
-        (tmp_path / "queue" / "1_half.work.msg").write_bytes(b'{"body": "eyJ0YXNr')
+        (tmp_path / "queue" / HALF_WRITTEN).write_bytes(b'{"body": "eyJ0YXNr')
         queue.put({"n": 1})
 
         with caplog.at_level(logging.ERROR, logger="ckptweb.filesystem_broker"):
@@ -49,8 +52,8 @@ def test_a_message_that_is_not_json_is_set_aside_with_its_name_and_the_next_one_
         queue.close()
 
     assert message.payload == {"n": 1}
-    assert (tmp_path / "rejected" / "1_half.work.msg").read_bytes() == b'{"body": "eyJ0YXNr'
-    assert "1_half.work.msg" in caplog.text and "not a JSON message (18 bytes)" in caplog.text
+    assert (tmp_path / "rejected" / HALF_WRITTEN).read_bytes() == b'{"body": "eyJ0YXNr'
+    assert HALF_WRITTEN in caplog.text and "not a JSON message (18 bytes)" in caplog.text
 
 
 def test_a_message_is_invisible_to_the_queue_until_it_is_complete(tmp_path):
@@ -64,6 +67,21 @@ def test_a_message_is_invisible_to_the_queue_until_it_is_complete(tmp_path):
     # The name it is written under first matches no queue (kombu matches "<anything>.<queue>.msg").
     assert Channel.__module__ == "ckptweb.filesystem_broker"
     assert ".x.work.msg.tmp".partition(".")[2] != "work.msg"
+
+
+def test_messages_are_delivered_in_the_order_they_were_sent(tmp_path):
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("work")
+        for number in range(30):
+            queue.put({"n": number})
+        received = []
+        for _ in range(30):
+            message = queue.get(timeout=10)
+            received.append(message.payload["n"])
+            message.ack()
+        queue.close()
+
+    assert received == list(range(30))
 
 
 def test_an_exchange_table_left_empty_by_the_stock_transport_is_rebuilt_by_the_next_binding(tmp_path, caplog):

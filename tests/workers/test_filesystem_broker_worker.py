@@ -7,7 +7,7 @@ import pytest
 from kombu import Connection
 
 from dashboards.models import SyncRun
-from embedded_broker import broker_options
+from embedded_broker import OLDEST_NAME, broker_options
 from factories import make_checkpoint
 from fixture_paths import SPARK_TEST_RESOURCES
 from worker_process import celery_worker, redis_url_or_skip, wait_for
@@ -26,7 +26,7 @@ def test_a_worker_on_the_embedded_broker_survives_a_half_written_message_and_run
     worker_env = {"CKPTWEB_REDIS_URL": "", "CKPTWEB_BROKER_DIR": str(broker_dir)}
     with celery_worker("", checkpoint_roots, env=worker_env) as (queue, process):
         # kombu's stock filesystem transport dies on this file: "Unrecoverable error: JSONDecodeError".
-        (broker_dir / "queue" / f"0_half-written.{queue}.msg").write_bytes(b'{"body": "eyJ0YXNr')
+        (broker_dir / "queue" / f"{OLDEST_NAME}_half-written.{queue}.msg").write_bytes(b'{"body": "eyJ0YXNr')
         with Connection("ckptwebfs://", transport_options=options) as connection:
             tasks.sync_checkpoint.apply_async(args=[checkpoint.pk], queue=queue, connection=connection)
 
@@ -38,4 +38,4 @@ def test_a_worker_on_the_embedded_broker_survives_a_half_written_message_and_run
         assert process.poll() is None, "the worker exited (its output is printed above)"
         run = SyncRun.objects.get(checkpoint=checkpoint)
     assert run.status == SyncRun.Status.OK
-    assert (broker_dir / "rejected" / f"0_half-written.{queue}.msg").exists()
+    assert (broker_dir / "rejected" / f"{OLDEST_NAME}_half-written.{queue}.msg").exists()
