@@ -165,32 +165,60 @@ class PartitionPoint:
     snapshot_age: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class HeatmapMetric:
+    attribute: str
+    label: str
+    # A figure where a higher value costs something at restart (files replayed) is coloured from
+    # pale (0) to red at ``alarm`` and beyond; sizes and row counts are no alarm in themselves and
+    # are coloured in blues from 0 to the row's largest value, so a uniform row is one calm colour.
+    alarm: int | None
+    unit: str
+
+
+# Top to bottom. A chain of 20 is where the state table marks a store (Spark snapshots every
+# minDeltasForSnapshot = 10 versions by default; twice that means maintenance is falling behind).
 HEATMAP_METRICS = (
-    ("rows", "rows"),
-    ("bytes_on_disk", "bytes on disk"),
-    ("delta_chain", "delta chain"),
-    ("snapshot_age", "versions since snapshot"),
+    HeatmapMetric("snapshot_age", "versions since snapshot", 20, "versions"),
+    HeatmapMetric("delta_chain", "delta chain", 20, "files"),
+    HeatmapMetric("bytes_on_disk", "bytes on disk", None, "bytes"),
+    HeatmapMetric("rows", "rows", None, "rows"),
 )
+# Above this many partitions the cells are too narrow for their numbers; hover still shows them.
+HEATMAP_CELL_TEXT_LIMIT = 40
 
 
 def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
-    """One column per partition, one row per figure; colour = the figure relative to its row's maximum.
-
-    Rows of a different scale (bytes, counts) share the colour scale this way; the cell text and
-    hover show the real value, and an unknown value stays blank.
-    """
+    """One column per partition, one row per figure, each row with its own colour scale, shown
+    beside it (values differ by orders of magnitude between rows). An unknown value stays blank."""
     columns = [p.label for p in points]
-    z, text = [], []
-    for attribute, _ in HEATMAP_METRICS:
-        values = [getattr(p, attribute) for p in points]
-        top = max((v for v in values if v is not None), default=0) or 1
-        z.append([None if v is None else v / top for v in values])
-        text.append(["?" if v is None else f"{v:,}" for v in values])
-    figure = go.Figure(
-        go.Heatmap(
-            x=columns, y=[label for _, label in HEATMAP_METRICS], z=z, text=text, texttemplate="%{text}",
-            hovertemplate="%{x}<br>%{y}: %{text}<extra></extra>", colorscale="YlOrRd", zmin=0, zmax=1, showscale=False,
-        )
-    )
-    figure.update_layout(height=260, margin={"l": 150, "r": 20, "t": 20, "b": 80}, xaxis={"type": "category"})
+    figure = make_subplots(rows=len(HEATMAP_METRICS), cols=1, shared_xaxes=True, vertical_spacing=0.04)
+    for row, metric in enumerate(HEATMAP_METRICS, start=1):
+        figure.add_trace(_heatmap_row(metric, [getattr(p, metric.attribute) for p in points], columns), row=row, col=1)
+    _place_colorbars(figure)
+    figure.update_xaxes(type="category", title_text="partition (operator/store/partition)", row=len(HEATMAP_METRICS), col=1)
+    figure.update_layout(height=110 + 70 * len(HEATMAP_METRICS), margin={"l": 160, "r": 20, "t": 20, "b": 90})
     return figure
+
+
+def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[str]) -> go.Heatmap:
+    known = [v for v in values if v is not None]
+    top = max(known, default=0)
+    if metric.alarm is None:
+        colorscale, zmax = "Blues", top or 1
+    else:
+        colorscale, zmax = "YlOrRd", max(top, metric.alarm)
+    text = ["?" if v is None else f"{v:,}" for v in values]
+    return go.Heatmap(
+        x=columns, y=[metric.label], z=[values], text=[text], zmin=0, zmax=zmax, colorscale=colorscale,
+        texttemplate="%{text}" if len(columns) <= HEATMAP_CELL_TEXT_LIMIT else None,
+        hovertemplate=f"partition %{{x}}<br>{metric.label}: %{{text}} {metric.unit}<extra></extra>",
+        colorbar={"title": {"text": metric.unit, "side": "right"}, "thickness": 10, "tickformat": "~s", "nticks": 3},
+    )
+
+
+def _place_colorbars(figure: go.Figure) -> None:
+    """Each row's colour bar beside that row (Plotly stacks them all at the right otherwise)."""
+    for index, trace in enumerate(figure.data, start=1):
+        low, high = figure.layout[f"yaxis{index if index > 1 else ''}"].domain
+        trace.colorbar.update(y=(low + high) / 2, len=high - low, yanchor="middle")

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Max
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -260,6 +261,7 @@ def _state_context(checkpoint: Checkpoint) -> dict:
         "state_partitions": partitions,
         "state_stores": stores,
         "state_scan": StateScan.objects.latest_for(checkpoint),
-        "state_as_of": StateAsOf.of(checkpoint, stores),
+        "state_as_of": StateAsOf.of(checkpoint, stores, partitions.aggregate(read_at=Max("updated_at"))["read_at"]),
         "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
+        "state_follow_min_seconds": settings.STATE_FOLLOW_MIN_SECONDS,
     }

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from dashboards.models import Checkpoint, MetadataLog
 from factories import make_checkpoint
@@ -123,12 +125,16 @@ def test_query_page_shows_the_state_stores_and_their_heatmap(viewer_client, sync
     assert 'id="state-stores"' in page and 'id="state-heatmap"' in page
 
     figure = json.loads(viewer_client.get(reverse("dashboards:state-heatmap-chart", args=[synced_agg.pk])).content)
-    [heatmap] = figure["data"]
-    assert heatmap["x"] == ["0/default/0", "0/default/1"]
-    assert heatmap["y"] == ["rows", "bytes on disk", "delta chain", "versions since snapshot"]
+    heatmaps = {trace["y"][0]: trace for trace in figure["data"]}
+    assert list(heatmaps) == ["versions since snapshot", "delta chain", "bytes on disk", "rows"]
+    assert all(trace["x"] == ["0/default/0", "0/default/1"] for trace in heatmaps.values())
     report = json.loads((OUR_FIXTURES / "windowed_agg_file_sink" / "spark-report.json").read_text())
-    rows = [int(text.replace(",", "")) for text in heatmap["text"][0]]
+    rows = [int(text.replace(",", "")) for text in heatmaps["rows"]["text"][0]]
     assert sum(rows) == report["progress"][-1]["stateOperators"][0]["numRowsTotal"]
+    # Each row has its scale, shown: sizes in blues from 0; restart costs from 0 to red at 20 and up.
+    assert all(trace["colorbar"]["title"]["text"] for trace in heatmaps.values())
+    assert heatmaps["rows"]["colorscale"][0] != heatmaps["delta chain"]["colorscale"][0]
+    assert (heatmaps["delta chain"]["zmin"], heatmaps["delta chain"]["zmax"]) == (0, 20)
 
 
 def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(
@@ -190,3 +196,52 @@ def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer
     # 3 intervals of 60 s plus a minute of grace: 4 minutes.
     assert ('id="sync-overdue"' in detail) is stale
     assert ('data-status="failing-to-sync"' in listing and "no sync for" in listing) is stale
+
+
+def _state_as_of_line(page: str) -> str:
+    start = page.index('id="state-as-of"')
+    return " ".join(page[page.index(">", start) + 1:page.index("</p>", start)].split())
+
+
+def test_the_state_panel_says_when_its_rows_were_read_not_when_the_full_pass_ran(viewer_client, synced_dedup):
+    # State followed by a sync 40 s ago, three hours after the last full pass: the panel's time is the rows'.
+    now = timezone.now()
+    Checkpoint.objects.filter(pk=synced_dedup.pk).update(last_inspected_at=now - timedelta(hours=3))
+    synced_dedup.state_partitions.update(updated_at=now - timedelta(seconds=40))
+    version = max(synced_dedup.state_partitions.values_list("latest_version", flat=True))
+
+    line = _state_as_of_line(viewer_client.get(synced_dedup.get_absolute_url()).content.decode())
+
+    assert line.startswith(f"As of batch {version - 1} (state version {version}), read 4")
+    assert "s ago." in line and " h " not in line and "full pass" not in line
+
+
+def test_state_figures_behind_the_query_say_how_far_and_what_moves_them(viewer_client, synced_dedup):
+    version = max(synced_dedup.state_partitions.values_list("latest_version", flat=True))
+    Checkpoint.objects.filter(pk=synced_dedup.pk).update(latest_batch_id=version + 10)
+
+    line = _state_as_of_line(viewer_client.get(synced_dedup.get_absolute_url()).content.decode())
+
+    assert f"The query is at batch {version + 10}: these figures are 11 batches behind." in line
+    assert "CKPTWEB_STATE_FOLLOW_MIN_SECONDS" in line and "CKPTWEB_INSPECT_INTERVAL_SECONDS" in line
+
+
+def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(viewer_client, synced_agg):
+    from dashboards.models import StatePartition
+
+    synced_agg.state_partitions.all().delete()
+    StatePartition.objects.bulk_create(
+        StatePartition(
+            checkpoint=synced_agg, operator=0, partition=p, store="default", provider="hdfs", path=f"state/0/{p}",
+            latest_version=120, snapshot_version=120 - p % 37, delta_chain=p % 37, rows=1000 + 7 * p, bytes_on_disk=50_000 + 300 * p,
+        )
+        for p in range(200)
+    )
+    figure = json.loads(viewer_client.get(reverse("dashboards:state-heatmap-chart", args=[synced_agg.pk])).content)
+
+    heatmaps = {trace["y"][0]: trace for trace in figure["data"]}
+    assert all(len(trace["x"]) == 200 and "texttemplate" not in trace for trace in heatmaps.values())
+    assert heatmaps["delta chain"]["zmax"] == 36 and heatmaps["rows"]["zmax"] == 1000 + 7 * 199
+    # Colour bars top to bottom in the order of the rows, none on another.
+    centres = [trace["colorbar"]["y"] for trace in heatmaps.values()]
+    assert centres == sorted(centres, reverse=True) and len(set(centres)) == 4
