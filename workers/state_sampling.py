@@ -17,11 +17,13 @@ from django.utils import timezone
 from dashboards.models import StateSample
 from workers.checkpoint import (
     CheckpointError,
+    MissingFileError,
     StateFileInfo,
     StateStoreDir,
     find_store_schema,
     sample_state_rows,
     simple_string,
+    versions_on_storage,
 )
 from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
@@ -63,12 +65,42 @@ def _decode_into(sample: StateSample) -> None:
         partition.operator, partition.partition, partition.store, partition.path,
         tuple(StateFileInfo(info.name, info.size, info.is_dir) for info in entries),
     )
-    rows = sample_state_rows(
-        storage, store_dir, sample.version, limit=SAMPLE_ROWS, key_schema=schema.key_schema,
-        value_schema=schema.value_schema, codec=conf.codec, row_checksum=conf.row_checksum,
-        unique_id=_state_unique_id(partition, sample.version), max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
-    )
+
+    def decode(version: int) -> list:
+        return sample_state_rows(
+            storage, store_dir, version, limit=SAMPLE_ROWS, key_schema=schema.key_schema,
+            value_schema=schema.value_schema, codec=conf.codec, row_checksum=conf.row_checksum,
+            unique_id=_state_unique_id(partition, version), max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
+        )
+
+    try:
+        rows = decode(sample.version)
+    except MissingFileError as gone:
+        requested, sample.version = sample.version, _newest_committed_version(store_dir, sample.version, checkpoint.latest_committed_batch_id, gone)
+        rows = decode(sample.version)
+        sample.note = (
+            f"Version {requested}, the newest the last sync knew of, was cleaned up by Spark's maintenance "
+            f"({gone}); these rows are of version {sample.version} (after batch {sample.version - 1}), "
+            "the newest committed version on storage."
+        )
     sample.rows = [{"key": _json_ready(row.key), "value": _json_ready(row.value)} for row in rows]
+
+
+def _newest_committed_version(
+    store_dir: StateStoreDir, requested: int, latest_committed_batch_id: int | None, gone: MissingFileError
+) -> int:
+    """The newest version after ``requested`` that is on storage and whose batch the syncs stored
+    as committed (batch N commits version N + 1; a RocksDB format-2 version needs its commit's
+    unique id); raises when there is none."""
+    committed = -1 if latest_committed_batch_id is None else latest_committed_batch_id + 1
+    newer = [v for v in versions_on_storage(store_dir) if requested < v <= committed]
+    if not newer:
+        raise CheckpointError(
+            store_dir.path,
+            f"version {requested} was cleaned up by Spark's maintenance ({gone}) and no newer committed "
+            "version is on storage yet: sync the checkpoint, then decode again",
+        )
+    return newer[-1]
 
 
 def _state_unique_id(partition, version: int) -> str | None:

@@ -247,6 +247,7 @@ class StateSample(models.Model):
     rows = models.JSONField(default=list, blank=True, help_text="[{key: {...}, value: {...}}] as decoded.")
     files = models.JSONField(default=list, blank=True, help_text="[[name, bytes], ...] of the partition's directory.")
     error = models.TextField(blank=True)
+    note = models.TextField(blank=True, help_text="Why the rows are of another version than requested.")
 
     class Meta:
         ordering = ["-requested_at"]

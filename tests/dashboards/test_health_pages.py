@@ -181,6 +181,48 @@ def test_a_rocksdb_format_2_partition_counts_and_decodes_the_rows_spark_reported
     assert all(row["key"]["id"].startswith("e") for row in sample.rows)
 
 
+@pytest.mark.parametrize("fixture", ["windowed_agg_file_sink", "rocksdb_checkpoint_v2_dedup"])
+def test_a_sample_of_a_version_spark_cleaned_up_decodes_the_newest_committed_one_and_says_so(
+    viewer_client, copy_checkpoint, eager_celery, django_capture_on_commit_callbacks, fixture
+):
+    from dashboards.models import StatePartition
+
+    # Spark's maintenance deleted versions 1 to 5 of both (HDFS: 6.delta is the oldest file; RocksDB: 8_<id>.zip).
+    checkpoint = make_checkpoint(name="cleaned", url=str(copy_checkpoint(OUR_FIXTURES / fixture) / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    partition = StatePartition.objects.filter(checkpoint=checkpoint).order_by("partition").first()
+    rows_at_12 = partition.rows
+    StatePartition.objects.filter(pk=partition.pk).update(rows_version=5)  # what a sync long ago left
+
+    with django_capture_on_commit_callbacks(execute=True):
+        viewer_client.post(reverse("dashboards:state-partition-sample", args=[checkpoint.pk, partition.pk]))
+
+    sample = partition.samples.get()
+    assert (sample.error, sample.version, len(sample.rows)) == ("", 12, rows_at_12)
+    assert sample.note.startswith("Version 5, the newest the last sync knew of, was cleaned up by Spark's maintenance")
+    page = viewer_client.get(reverse("dashboards:state-partition", args=[checkpoint.pk, partition.pk])).content.decode()
+    assert 'id="sample-note"' in page and "Version 12" in page
+
+
+def test_a_cleaned_up_version_with_no_newer_committed_one_is_an_error_that_says_what_to_do(
+    viewer_client, copy_checkpoint, eager_celery, django_capture_on_commit_callbacks
+):
+    from dashboards.models import StatePartition
+
+    checkpoint = make_checkpoint(name="cleaned", url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink") / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    partition = StatePartition.objects.filter(checkpoint=checkpoint).order_by("partition").first()
+    StatePartition.objects.filter(pk=partition.pk).update(rows_version=5)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_committed_batch_id=4)  # syncs knew of nothing later
+
+    with django_capture_on_commit_callbacks(execute=True):
+        viewer_client.post(reverse("dashboards:state-partition-sample", args=[checkpoint.pk, partition.pk]))
+
+    sample = partition.samples.get()
+    assert sample.rows == [] and sample.version == 5
+    assert "version 5 was cleaned up by Spark's maintenance" in sample.error and "sync the checkpoint" in sample.error
+
+
 @pytest.mark.parametrize(("minutes_ago", "stale"), [(2, False), (5, True)])
 def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer_client, minutes_ago, stale):
     from datetime import timedelta

@@ -117,7 +117,7 @@ from .stateschema import (
     parse_state_schema_file,
 )
 from .unsaferow import decode_unsafe_row
-from .statesample import DecodedStateRow, load_state_rows, sample_state_rows
+from .statesample import DecodedStateRow, load_state_rows, sample_state_rows, versions_on_storage
 # Runtime metrics: progress events, event logs
 from .progress import (
     ListenerEvent,
@@ -272,6 +272,7 @@ __all__ = [
     "DecodedStateRow",
     "load_state_rows",
     "sample_state_rows",
+    "versions_on_storage",
     # runtime metrics
     "ListenerEvent",
     "QueryIdleEvent",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import CheckpointError
 from .rocksdbrows import open_rocksdb_rows, strip_encoding_version
+from .rocksdbstate import parse_rocksdb_store_files
 from .sparktypes import StructType
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .statefiles import iter_state_records
@@ -25,6 +26,18 @@ from .unsaferow import decode_unsafe_row
 if TYPE_CHECKING:
     # Annotations only: the sampler needs just the methods of CheckpointStorage.
     from .storage import CheckpointStorage
+
+
+def versions_on_storage(store_dir: StateStoreDir) -> tuple[int, ...]:
+    """The versions whose own file the listing holds (a delta or snapshot; a changelog or zip), ascending.
+
+    Spark's maintenance deletes old versions: a version from an earlier listing may be gone, and
+    these are the ones a sample can still start from.
+    """
+    if detect_provider(store_dir.files) == "rocksdb":
+        return parse_rocksdb_store_files(store_dir.files).versions
+    files, _ = parse_hdfs_state_files(store_dir.files)
+    return tuple(f.version for f in files)
 
 
 @dataclass(frozen=True, slots=True)
