@@ -117,11 +117,12 @@ def _close_abandoned_runs(checkpoint: Checkpoint, now: datetime) -> None:
 def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
     try:
         storage = open_storage(checkpoint.url)
-        findings = SyncFindings(is_reconcile=reconcile_due(checkpoint, run.started_at))
-        run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
         sink = sink_log_storage(checkpoint)
         # The full pass walks first, so that a reconcile due with it lists nothing twice.
         facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
+        is_reconcile = reconcile_due(checkpoint, run.started_at) or _behind_sparks_purge(checkpoint, listing_of_logs(facts))
+        findings = SyncFindings(is_reconcile=is_reconcile)
+        run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
         with _collector_skips_what_exists_now(), storage.reusing_directories():
             _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
             findings.root_problem = _root_problem(checkpoint, storage, findings)
@@ -170,6 +171,20 @@ def _root_problem(checkpoint: Checkpoint, storage: CheckpointStorage, findings: 
         return checkpoint.root_problem
     refusal = classify_checkpoint_root(storage).refusal
     return "" if refusal is None else str(refusal)
+
+
+def _behind_sparks_purge(checkpoint: Checkpoint, listing: TreeListing | None) -> bool:
+    """Tell whether Spark deleted the offsets file the probe would ask for next.
+
+    Spark purges offsets and commits older than minBatchesToRetain batches (100 by default): a
+    sync that fell further behind (workers down, a long queue) would probe for a name that is
+    gone and see no new batch until the hourly reconcile. The full pass's listing shows it at no
+    cost; the sync then reads the batches after the gap from that listing.
+    """
+    if listing is None or checkpoint.latest_batch_id is None:
+        return False
+    offset_ids = list_batch_ids(listing, "offsets")
+    return bool(offset_ids) and offset_ids[0] > checkpoint.latest_batch_id + 1
 
 
 def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:

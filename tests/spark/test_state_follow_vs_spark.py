@@ -8,6 +8,7 @@ batch, and the key set of a cold read of that version.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -99,3 +100,96 @@ def test_followed_rows_equal_sparks_reader_and_a_cold_read_after_each_new_batch(
             kept = parse_state_keys(keys_path(checkpoint, row).read_bytes(), source="kept")
             assert (kept.version, kept.rows) == (newest + 1, row.rows)
     assert sum(row.rows for row in rows) > 0
+
+
+# Spark's maintenance keeps the last 2 versions' files: old versions go while the test watches.
+CLEANING_CONF = {**PROVIDERS["hdfs"], "spark.sql.streaming.minBatchesToRetain": "2"}
+MAX_BATCHES_TO_CLEANUP = 15
+
+
+def _as_of_line(client, checkpoint) -> str:
+    page = client.get(checkpoint.get_absolute_url()).content.decode()
+    start = page.index('id="state-as-of"')
+    return " ".join(page[page.index(">", start) + 1:page.index("</p>", start)].split())
+
+
+def _decode_sample(client, partition, capture):
+    from django.urls import reverse
+
+    with capture(execute=True):
+        client.post(reverse("dashboards:state-partition-sample", args=[partition.checkpoint_id, partition.pk]))
+    return partition.samples.order_by("-pk").first()
+
+
+def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_copy_keeps_its_own(
+    spark, tmp_path, settings, viewer_client, eager_celery, django_capture_on_commit_callbacks
+):
+    settings.CHECKPOINT_ROOTS = [str(tmp_path)]
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    base = tmp_path / "live"
+    _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES - 1)
+    live = make_checkpoint(name="live", url=str(base / "checkpoint"))
+    sync_checkpoint(live.pk)
+    # A copy of the checkpoint as it stands now (a backup restored beside it): same query id.
+    shutil.copytree(base / "checkpoint", tmp_path / "copy" / "checkpoint")
+    copy = make_checkpoint(name="copy", url=str(tmp_path / "copy" / "checkpoint"))
+    sync_checkpoint(copy.pk)
+    first_version = FIRST_BATCHES  # batch N commits version N + 1
+
+    # The dashboard syncs as the query goes (Spark purges offsets and commits older than 2 batches
+    # too), until Spark's maintenance has removed the version the first sync showed.
+    first_files = base / "checkpoint" / "state" / "0" / "0"
+    for _ in range(MAX_BATCHES_TO_CLEANUP):
+        if not list(first_files.glob(f"{first_version}.*")):
+            break
+        newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
+        _run_until(spark, base, CLEANING_CONF, newest + 1)
+        assert sync_checkpoint(live.pk).new_commits >= 1
+        sync_checkpoint(copy.pk)
+    assert not list(first_files.glob(f"{first_version}.*")), f"Spark kept version {first_version} for {MAX_BATCHES_TO_CLEANUP} batches"
+    newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
+    partitions = list(live.state_partitions.order_by("partition"))
+    assert {p.rows_version for p in partitions} == {newest + 1}
+    theirs = _spark_counts(spark, base / "checkpoint", newest)
+    assert {p.partition: p.rows for p in partitions} == {p: theirs.get(p, 0) for p in (0, 1)}
+    assert _as_of_line(viewer_client, live).startswith(f"As of batch {newest} (state version {newest + 1}), read ")
+    partition = max(partitions, key=lambda p: p.rows)
+    sample = _decode_sample(viewer_client, partition, django_capture_on_commit_callbacks)
+    assert (sample.error, sample.note, sample.version) == ("", "", newest + 1)
+    assert len(sample.rows) == min(partition.rows, 50)
+
+    # The copy stopped at batch FIRST_BATCHES - 1: its figures stay its own.
+    copy_partitions = list(copy.state_partitions.order_by("partition"))
+    assert {p.rows_version for p in copy_partitions} == {first_version}
+    ours = _spark_counts(spark, tmp_path / "copy" / "checkpoint", FIRST_BATCHES - 1)
+    assert {p.partition: p.rows for p in copy_partitions} == {p: ours.get(p, 0) for p in (0, 1)}
+    copy_line = _as_of_line(viewer_client, copy)
+    assert copy_line.startswith(f"As of batch {FIRST_BATCHES - 1} (state version {first_version}), read ")
+    assert "behind" not in copy_line
+    copy_sample = _decode_sample(viewer_client, max(copy_partitions, key=lambda p: p.rows), django_capture_on_commit_callbacks)
+    assert (copy_sample.error, copy_sample.version) == ("", first_version)
+
+
+def test_a_sync_that_fell_behind_sparks_log_purge_catches_up_at_the_next_full_pass(spark, tmp_path, settings):
+    settings.CHECKPOINT_ROOTS = [str(tmp_path)]
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    base = tmp_path / "behind"
+    checkpoint_dir = base / "checkpoint"
+    _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES - 1)
+    checkpoint = make_checkpoint(name="behind", url=str(checkpoint_dir))
+    sync_checkpoint(checkpoint.pk)
+    # No sync while the query runs 6 batches: Spark purges the offsets file the next probe would read.
+    _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES + 5)
+    offset_ids = list_batch_ids(CheckpointStorage(str(checkpoint_dir)), "offsets")
+    assert offset_ids[0] > FIRST_BATCHES, offset_ids
+
+    probe = sync_checkpoint(checkpoint.pk)  # neither the full pass nor the hourly reconcile is due
+    assert (probe.kind, probe.new_commits) == (SyncRun.Kind.PROBE, 0)
+    settings.INSPECT_INTERVAL_SECONDS = 0
+    caught_up = sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    newest = list_batch_ids(CheckpointStorage(str(checkpoint_dir)), "commits")[-1]
+    assert caught_up.kind == SyncRun.Kind.RECONCILE and caught_up.status == SyncRun.Status.OK
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id) == (offset_ids[-1], newest)
+    assert {p.rows_version for p in checkpoint.state_partitions.all()} == {newest + 1}
