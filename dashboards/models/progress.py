@@ -65,6 +65,15 @@ class BatchProgressQuerySet(models.QuerySet):
             return None
         return self.filter(query_id=query_id, batch_id=batch_id).prefetch_related("state_operators").first()
 
+    def table_figures(self, query_id, batch_ids: list[int]) -> dict[int, dict]:
+        """Batch id -> duration, input rows and rates of those batches of a query that have progress (one query)."""
+        if query_id is None or not batch_ids:
+            return {}
+        rows = self.filter(query_id=query_id, batch_id__in=batch_ids).values(
+            "batch_id", "batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"
+        )
+        return {row["batch_id"]: row for row in rows}
+
 
 class BatchProgress(models.Model):
     """One trigger's StreamingQueryProgress."""

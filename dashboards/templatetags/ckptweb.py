@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from ..offset_text import describe_offset
 from ..timespans import format_span
 
 register = template.Library()
@@ -89,3 +90,9 @@ def sort_header(list_request, key: str, label: str) -> str:
 @register.filter
 def get_item(mapping, key):
     return mapping.get(key) if mapping else None
+
+
+@register.filter
+def readable_offset(raw: str | None) -> str:
+    """A source offset from the offset log in words (dashboards/offset_text.py)."""
+    return describe_offset(raw)

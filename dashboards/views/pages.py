@@ -222,7 +222,9 @@ def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
 
     def render_table() -> str:
         page = read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)
-        return render_to_string("dashboards/partials/batch_table.html", {"checkpoint": checkpoint, "batch_page": page})
+        progress = BatchProgress.objects.table_figures(checkpoint.query_id, [batch.batch_id for batch in page.batches])
+        context = {"checkpoint": checkpoint, "batch_page": page, "batch_progress": progress}
+        return render_to_string("dashboards/partials/batch_table.html", context)
 
     return cached_text("batch-table", (*synced_version(checkpoint), page_request.before, page_request.after), render_table)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -287,3 +288,30 @@ def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(viewer_
     # Colour bars top to bottom in the order of the rows, none on another.
     centres = [trace["colorbar"]["y"] for trace in heatmaps.values()]
     assert centres == sorted(centres, reverse=True) and len(set(centres)) == 4
+
+
+def test_the_batch_table_shows_each_batch_s_duration_rows_and_rates_from_spark_s_progress(viewer_client, synced_dedup):
+    from dashboards.models import BatchProgress
+    from workers.checkpoint.progress import progress_from_dict
+
+    report = json.loads((DEDUP / "spark-report.json").read_text())["progress"]
+    reported = {fields["batchId"]: fields for fields in report if fields["batchId"] != 13}  # batch 13's never arrived
+    for fields in reported.values():
+        BatchProgress.objects.store(progress_from_dict(fields, source="spark-report.json"), origin="listener")
+    synced_dedup.last_synced_at = timezone.now()  # the table is rendered once per sync
+    synced_dedup.save(update_fields=["last_synced_at"])
+
+    html = viewer_client.get(reverse("dashboards:batch-table-panel", args=[synced_dedup.pk])).content.decode()
+    rows = {
+        int(batch): [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        for batch, row in re.findall(r'<tr class="[^"]*">\s*<td><a [^>]+>(\d+)</a></td>(.*?)</tr>', html, re.S)
+    }
+    for batch_id, cells in rows.items():
+        fields = reported.get(batch_id)
+        if fields is None:
+            assert cells[1] == "no progress received", (batch_id, cells)
+            continue
+        assert cells[2] == f"{fields['numInputRows']}", (batch_id, cells)
+        assert float(cells[3].replace(",", "")) == round(fields["inputRowsPerSecond"], 1), (batch_id, cells)
+        assert float(cells[4].replace(",", "")) == round(fields["processedRowsPerSecond"], 1), (batch_id, cells)
+    assert any(batch_id not in reported for batch_id in rows) and any(batch_id in reported for batch_id in rows)
