@@ -402,7 +402,8 @@ def check_offsets_gaps(offset_ids: Sequence[int]) -> Iterator[Finding]:
             "error" if needed_at_restart else "warning", "offsets-gap", f"{OFFSETS_DIR}/{first}",
             f"the offsets of {_batch_range(first, last)} are missing; the log holds {offset_ids[0]} to {latest}",
             f"Spark fails at restart: 'batch {latest - 1} doesn't exist' (it needs the offsets before "
-            f"batch {latest})." if needed_at_restart
+            f"batch {latest}), unless the query runs with asyncProgressTrackingEnabled, whose logs have "
+            "gaps by design and which resumes from the batch before the gap." if needed_at_restart
             else "The restart works; reading those batches (rollback, state reader) fails.",
         )
 
