@@ -38,7 +38,8 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
     sink-log-missing         a sink log with no batch file at all
     temporary-file           a temporary file left by an atomic write (or its checksum)
     orphan-checksum          a Hadoop ``.<name>.crc`` whose file is gone
-    state-partition-missing  a state partition directory is missing
+    state-partition-missing  a state partition directory is missing (an operator Spark runs on one
+                             partition, a global limit or aggregation, has partition 0 only)
     state-version-missing    a state store cannot rebuild the version the restart loads
 """
 
@@ -81,6 +82,8 @@ from .stateinventory import (
     list_state_store_dirs,
     parse_hdfs_state_files,
 )
+from .singlepartition import runs_on_one_partition
+from .stateschema import OperatorStateMetadata, StoreSchema, find_operator_state_metadata, find_store_schema
 from .storage import CheckpointStorage, FileInfo
 
 Severity = Literal["error", "warning", "info"]
@@ -127,6 +130,15 @@ class CompactibleLog:
 
 
 @dataclass(frozen=True, slots=True)
+class OperatorDescription:
+    """What an operator's metadata and its partition 0's state schema say (None: absent or unreadable)."""
+
+    operator: int
+    metadata: OperatorStateMetadata | None
+    schema: StoreSchema | None
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointFacts:
     """Everything the checks look at, gathered by one walk and a handful of reads."""
 
@@ -138,6 +150,8 @@ class CheckpointFacts:
     sink_listing: TreeListing | None = None
     # When the listing was taken (epoch seconds): tells a write in progress from a leftover.
     observed_at: float | None = None
+    # Operators listed with partition 0 only, described so that one Spark runs on one partition is told.
+    lone_partition_operators: tuple[OperatorDescription, ...] = ()
     # The batch ids listed in offsets/ and commits/, worked out once: the checks ask for them often.
     offset_ids: list[int] = field(init=False)
     commit_ids: list[int] = field(init=False)
@@ -184,11 +198,14 @@ def gather_facts(
         for dirname in _file_source_logs(reads)
     ]
     if sink_log is None:
-        return CheckpointFacts(listing, reads, tuple(logs), observed_at=observed_at)
-    dirname, url = sink_log_location(sink_log)
-    sink_listing = list_tree(sink_log, dirname)
-    logs.append(_read_compactible_log(sink_log, dirname, tuple(sink_listing.list_dir(dirname)), url, "sink", interval))
-    return CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing, observed_at)
+        facts = CheckpointFacts(listing, reads, tuple(logs), observed_at=observed_at)
+    else:
+        dirname, url = sink_log_location(sink_log)
+        sink_listing = list_tree(sink_log, dirname)
+        files = tuple(sink_listing.list_dir(dirname))
+        logs.append(_read_compactible_log(sink_log, dirname, files, url, "sink", interval))
+        facts = CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing, observed_at)
+    return replace(facts, lone_partition_operators=_describe_lone_partition_operators(storage, facts))
 
 
 def _attempt(path: str, read: Callable[..., Any], *args: Any, **kwargs: Any) -> ReadOutcome:
@@ -234,6 +251,34 @@ def _read_compactible_log(
 ) -> CompactibleLog:
     outcome = _attempt(path, read_metadata_log, storage, dirname, kind=kind, default_interval=interval)
     return CompactibleLog(path, kind, files, outcome, interval)
+
+
+def _describe_lone_partition_operators(
+    storage: CheckpointStorage, facts: CheckpointFacts
+) -> tuple[OperatorDescription, ...]:
+    """Read the operator metadata and schema of operators listed with partition 0 only.
+
+    Only those: an operator with every partition listed needs no reads, so a healthy checkpoint
+    costs no more than Spark's own restart reads.
+    """
+    partitions = _shuffle_partitions(facts)
+    if partitions is None or partitions <= 1:
+        return ()
+    return tuple(_describe_operator(storage, operator) for operator in _operators_with_partition_0_only(facts))
+
+
+def _operators_with_partition_0_only(facts: CheckpointFacts) -> list[int]:
+    found: dict[int, set[int]] = {}
+    for store in list_state_store_dirs(facts.listing):  # type: ignore[arg-type]
+        found.setdefault(store.operator, set()).add(store.partition)
+    return sorted(operator for operator, present in found.items() if present == {0})
+
+
+def _describe_operator(storage: CheckpointStorage, operator: int) -> OperatorDescription:
+    """A file that cannot be read or parsed describes nothing: the partitions stay missing."""
+    metadata = _attempt("", find_operator_state_metadata, storage, operator).value
+    schema = _attempt("", find_store_schema, storage, operator).value
+    return OperatorDescription(operator, metadata, schema)
 
 
 # --- the checks (pure) ----------------------------------------------------------------------
@@ -357,7 +402,8 @@ def check_offsets_gaps(offset_ids: Sequence[int]) -> Iterator[Finding]:
             "error" if needed_at_restart else "warning", "offsets-gap", f"{OFFSETS_DIR}/{first}",
             f"the offsets of {_batch_range(first, last)} are missing; the log holds {offset_ids[0]} to {latest}",
             f"Spark fails at restart: 'batch {latest - 1} doesn't exist' (it needs the offsets before "
-            f"batch {latest})." if needed_at_restart
+            f"batch {latest}), unless the query runs with asyncProgressTrackingEnabled, whose logs have "
+            "gaps by design and which resumes from the batch before the gap." if needed_at_restart
             else "The restart works; reading those batches (rollback, state reader) fails.",
         )
 
@@ -538,7 +584,7 @@ def check_state(facts: CheckpointFacts) -> Iterator[Finding]:
     if version is None:
         return
     stores = list_state_store_dirs(facts.listing)  # type: ignore[arg-type]
-    yield from _missing_partitions(stores, _shuffle_partitions(facts))
+    yield from _missing_partitions(stores, _shuffle_partitions(facts), _one_partition_operators(facts))
     if version == 0:
         return  # batch 0 starts from empty state
     for store in stores:
@@ -554,6 +600,10 @@ def restart_state_version(offset_ids: Sequence[int], commit_ids: Sequence[int]) 
     return latest + 1 if commit_ids and commit_ids[-1] == latest else latest
 
 
+def _one_partition_operators(facts: CheckpointFacts) -> set[int]:
+    return {op.operator for op in facts.lone_partition_operators if runs_on_one_partition(op.metadata, op.schema)}
+
+
 def _shuffle_partitions(facts: CheckpointFacts) -> int | None:
     """``spark.sql.shuffle.partitions`` as the latest offsets file persisted it (the state's partitions)."""
     offsets = facts.offset_ids
@@ -563,13 +613,17 @@ def _shuffle_partitions(facts: CheckpointFacts) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _missing_partitions(stores: Sequence[StateStoreDir], partitions: int | None) -> Iterator[Finding]:
-    if partitions is None:
+def _missing_partitions(
+    stores: Sequence[StateStoreDir], shuffle_partitions: int | None, one_partition: set[int]
+) -> Iterator[Finding]:
+    """``one_partition``: operators Spark runs on partition 0 alone (a global limit or aggregation)."""
+    if shuffle_partitions is None:
         return
     found: dict[int, set[int]] = {}
     for store in stores:
         found.setdefault(store.operator, set()).add(store.partition)
     for operator, present in found.items():
+        partitions = 1 if operator in one_partition else shuffle_partitions
         # The end marker makes the walk report partitions missing after the last one found.
         for first, last in _missing_ranges([*sorted(p for p in present if p < partitions), partitions], 0):
             yield Finding(

@@ -82,9 +82,9 @@ EXPECTED = {
     "rocksdb_checkpoint_v2_dedup": set(),
     "rocksdb_no_changelog_agg": set(),
     "rocksdb_stream_join": set(),
-    # A streaming global limit keeps its state in one partition (StreamingGlobalLimitExec requires
-    # AllTuples), whatever spark.sql.shuffle.partitions says: this finding is a false alarm.
-    "rocksdb_limit_checkpoint_v2": {("error", "state-partition-missing", "state/0/1")},
+    # A streaming global limit keeps its state in partition 0 only (StreamingGlobalLimitExec requires
+    # AllTuples), whatever spark.sql.shuffle.partitions (2) says.
+    "rocksdb_limit_checkpoint_v2": set(),
     # Offsets 0, 1, 2, 4 and commits 0-2: batch 3 is the one Spark needs before batch 4.
     "checkpoint-test-offsetId-commitId-inconsistent": {
         ("error", "offsets-gap", "offsets/3"),
@@ -110,20 +110,7 @@ def test_each_undamaged_fixture_gives_exactly_its_known_findings(checkpoint):
     assert found == EXPECTED[name]
 
 
-# The integrity rules are another branch's work (statealarms): the false alarm is left to it.
-SINGLE_PARTITION_FALSE_ALARM = pytest.mark.xfail(
-    strict=True, reason="state-partition-missing expects shuffle.partitions partitions; a streaming limit has one"
-)
-
-
-@pytest.mark.parametrize(
-    "checkpoint",
-    [
-        pytest.param(path, marks=SINGLE_PARTITION_FALSE_ALARM) if path.parent.name == "rocksdb_limit_checkpoint_v2" else path
-        for path in our_fixture_checkpoints()
-    ],
-    ids=_fixture_name,
-)
+@pytest.mark.parametrize("checkpoint", our_fixture_checkpoints(), ids=_fixture_name)
 def test_no_pyspark_fixture_has_an_error(checkpoint):
     name = _fixture_name(checkpoint)
     found = _findings(checkpoint.parent, sink=name in FILE_SINK_FIXTURES)
@@ -202,6 +189,7 @@ def _cut_after_first_line(relpath: str) -> Callable[[Path], None]:
 
 
 W = "windowed_agg_file_sink"
+L = "rocksdb_limit_checkpoint_v2"
 DAMAGES = [
     # (test id, fixture, damage, new findings)
     ("latest offsets file emptied", W, _write("offsets/11", b""), {("error", "log-file-empty", "offsets/11")}),
@@ -256,6 +244,11 @@ DAMAGES = [
      _delete(*_with_checksum("state/0/0/6.snapshot"), *_with_checksum("state/0/0/5.delta")),
      {("error", "state-version-missing", "state/0/0/5.delta")}),
     ("a state partition deleted", W, _delete("state/0/1"), {("error", "state-partition-missing", "state/0/1")}),
+    ("a rocksdb aggregation's partition deleted", "rocksdb_changelog_agg", _delete("state/0/1"),
+     {("error", "state-partition-missing", "state/0/1")}),
+    # Nothing left tells a global limit from a keyed operator that lost partition 1.
+    ("a global limit's operator metadata and schema deleted", L,
+     _delete("state/0/_metadata", "state/0/0/_metadata"), {("error", "state-partition-missing", "state/0/1")}),
     # A listed file that cannot be read: here a dangling link, as a file vanishing mid-check leaves it.
     ("latest offsets file unreadable", W,
      lambda c: ((c / "offsets/11").unlink(), (c / "offsets/11").symlink_to(c / "no-such-target")),
@@ -281,6 +274,12 @@ DAMAGES = [
 @pytest.mark.parametrize(("fixture", "damage", "expected"), [d[1:] for d in DAMAGES], ids=[d[0] for d in DAMAGES])
 def test_each_damage_adds_exactly_its_finding(damaged, fixture, damage, expected):
     assert damaged(fixture, damage) == expected
+
+
+def test_a_global_limit_is_told_by_its_schema_alone_as_spark_before_4_0_wrote_no_operator_metadata(tmp_path):
+    root = _copy(OUR_FIXTURES / L, tmp_path / L)
+    shutil.rmtree(root / "checkpoint/state/0/_metadata")
+    assert _findings(root, sink=False) == set()
 
 
 def test_rocksdb_version_rebuilt_from_an_older_zip_and_changelogs_is_fine(damaged):
