@@ -17,3 +17,15 @@ def spark():
     session = build_session("ckptweb-tests", master="local[1]")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def listener(spark, live_server, pipeline_token, tmp_path):
+    """The shipped progress listener on the session, posting to the live ckptweb; removed and drained after."""
+    from pipelines.progress_listener import CkptwebProgressListener
+
+    listener = CkptwebProgressListener(live_server.url, pipeline_token, spool_dir=tmp_path / "spool")
+    spark.streams.addListener(listener)
+    yield listener
+    spark.streams.removeListener(listener)
+    listener.close(timeout_seconds=30)

@@ -25,7 +25,6 @@ from django.urls import reverse
 from dashboards.models import Checkpoint
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES, REPO_DIR
-from pipelines.progress_listener import CkptwebProgressListener
 from pipelines.queries import (
     FIXTURE_START_MS,
     RateSpec,
@@ -92,15 +91,6 @@ def promtool() -> str:
 def quick_thresholds(settings):
     settings.HEALTH_STOPPED_AFTER_SECONDS = QUIET_SECONDS
     settings.HEALTH_STALLED_AFTER_SECONDS = QUIET_SECONDS
-
-
-@pytest.fixture
-def listener(spark, live_server, pipeline_token, tmp_path):
-    listener = CkptwebProgressListener(live_server.url, pipeline_token, spool_dir=tmp_path / "spool")
-    spark.streams.addListener(listener)
-    yield listener
-    spark.streams.removeListener(listener)
-    listener.close(timeout_seconds=30)
 
 
 def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_leaves(

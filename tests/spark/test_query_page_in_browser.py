@@ -14,9 +14,9 @@ import pytest
 
 from dashboards.models import BatchProgress
 from factories import make_checkpoint
-from pipelines.progress_listener import CkptwebProgressListener
 from pipelines.queries import FIXTURE_START_MS, RateSpec, stop_between_batches, windowed_agg_noop_query
 from ui_helpers import SCREENSHOT_DIR, log_in, open_page
+from worker_process import wait_for
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,23 +27,6 @@ BATCHES = 4
 EVERY_SECTION_DRAWN = """() => [...document.querySelectorAll('#timeline .chart, #runtime .chart, #state .chart')]
     .every(el => el.dataset.rendered === 'true')"""
 RUNTIME_POINTS = "() => [...document.querySelectorAll('#runtime .chart')].map(el => Math.max(0, ...el.data.map(t => (t.x || []).length)))"
-
-
-def _wait_for(condition, what: str, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
-
-
-@pytest.fixture
-def listener(spark, live_server, pipeline_token, tmp_path):
-    listener = CkptwebProgressListener(live_server.url, pipeline_token, spool_dir=tmp_path / "spool")
-    spark.streams.addListener(listener)
-    yield listener
-    spark.streams.removeListener(listener)
-    listener.close(timeout_seconds=30)
 
 
 @pytest.fixture
@@ -67,8 +50,8 @@ def test_the_page_of_a_running_then_stopped_query_draws_every_section_and_dates_
             name="paged", url=str(checkpoint_roots / "paged" / "checkpoint"), sync_interval_seconds=5,
             expected_trigger_seconds=TRIGGER_SECONDS,
         )
-        _wait_for(lambda: (query.lastProgress or {}).get("batchId", -1) >= BATCHES - 1, f"{BATCHES} batches")
-        _wait_for(lambda: BatchProgress.objects.filter(run__run_id=query.runId).count() >= BATCHES, "the listener's progress")
+        wait_for(lambda: (query.lastProgress or {}).get("batchId", -1) >= BATCHES - 1, f"{BATCHES} batches", timeout=240)
+        wait_for(lambda: BatchProgress.objects.filter(run__run_id=query.runId).count() >= BATCHES, "the listener's progress", timeout=240)
         sync_checkpoint(checkpoint.pk)
         log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
         running = _sections_shown(page, "running")
