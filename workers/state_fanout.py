@@ -3,8 +3,9 @@
 A full pass (workers.inspection) that finds more store directories than
 CKPTWEB_STATE_FANOUT_PARTITIONS stores their file figures itself and starts a StateScan: the
 operator partitions are split into chunks of CKPTWEB_STATE_FANOUT_CHUNK_PARTITIONS, one
-StateScanChunk row and one `count_state_rows` task (state queue) each. A chunk lists its own
-partition directories, counts their rows at the scan's version and writes them. Claiming the
+StateScanChunk row and one `count_state_rows` task (state queue) each, queued by the sync's task
+shell once the sync has committed. A chunk lists its own partition directories, counts their rows
+at the scan's version and writes them. Claiming the
 chunk row (done_at set only where it is still empty) makes a redelivered task a no-op, and the
 chunk that brings chunks_done to chunks marks the scan finished: the join needs no result
 backend, so it works on the embedded broker too. A chunk of a scan that a newer one superseded
@@ -21,7 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from dashboards.models import Checkpoint, StateScan, StateScanChunk
+from dashboards.models import Checkpoint, StateScan, StateScanChunk, SyncRun
 from workers.checkpoint import CheckpointError, StorageCalls, list_partition_stores
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
 from workers.state_partitions import refresh_state_totals, store_state_partitions, stored_state_commits
@@ -45,22 +46,25 @@ def partition_chunks(partitions: Iterable[StatePartitionSummary], size: int) -> 
 def start_state_scan(
     checkpoint: Checkpoint, partitions: Sequence[StatePartitionSummary], version: int | None, now: datetime
 ) -> StateScan:
-    """Create the scan and its chunks, and queue one task per chunk once the transaction commits."""
+    """Create the scan and its chunks; the task shell that ran the sync queues them (chunks_to_count)."""
     chunks = partition_chunks(partitions, settings.STATE_FANOUT_CHUNK_PARTITIONS)
     scan = StateScan.objects.create(
         checkpoint=checkpoint, version=version, partitions=sum(len(chunk) for chunk in chunks), chunks=len(chunks), started_at=now
     )
     StateScanChunk.objects.bulk_create(StateScanChunk(scan=scan, index=index, partitions=chunk) for index, chunk in enumerate(chunks))
-    chunk_ids = list(scan.chunk_rows.order_by("index").values_list("pk", flat=True))
-    transaction.on_commit(lambda: _queue_chunks(chunk_ids))
     return scan
 
 
-def _queue_chunks(chunk_ids: list[int]) -> None:
-    from workers import tasks  # tasks import this module's callers
+def chunks_to_count(run: SyncRun) -> list[int]:
+    """Ids of the chunks, not counted yet, of the scan that ``run``'s full pass started (none if it started none).
 
-    for chunk_id in chunk_ids:
-        tasks.count_state_rows.delay(chunk_id)
+    The pass starts its scan at the run's start time; the task shell queues these chunks once the
+    sync has committed, so that no plain function here imports the Celery tasks.
+    """
+    chunks = StateScanChunk.objects.filter(
+        scan__checkpoint_id=run.checkpoint_id, scan__started_at=run.started_at, done_at__isnull=True
+    )
+    return list(chunks.order_by("scan_id", "index").values_list("pk", flat=True))
 
 
 def count_state_chunk(chunk_id: int, *, worker: str = "", now: datetime | None = None) -> None:

@@ -10,8 +10,12 @@ from . import eventlogs, maintenance_runs, retention, state_fanout, state_sampli
 
 @shared_task(acks_late=True)
 def sync_checkpoint(checkpoint_id: int) -> None:
-    """Bring one checkpoint's rows up to date with its storage (skipped if another worker holds it)."""
-    sync.sync_checkpoint(checkpoint_id, worker=sync_checkpoint.request.hostname or "")
+    """Bring one checkpoint's rows up to date with its storage (skipped if another worker holds it),
+    then queue the row counting of the state scan its full pass started, if any."""
+    run = sync.sync_checkpoint(checkpoint_id, worker=sync_checkpoint.request.hostname or "")
+    if run is not None:
+        for chunk_id in state_fanout.chunks_to_count(run):
+            count_state_rows.delay(chunk_id)
 
 
 @shared_task(acks_late=True)

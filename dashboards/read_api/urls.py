@@ -3,8 +3,8 @@ from django.urls import path
 
 from . import index, views
 
-urlpatterns = [
-    path("", index.ApiIndex.as_view(), name="api-index"),
+# The index lists these; it gets them here rather than importing this module (which imports it).
+resources = [
     path("checkpoints/", views.CheckpointList.as_view(), name="api-checkpoint-list"),
     path("checkpoints/<int:checkpoint_id>/", views.CheckpointDetail.as_view(), name="api-checkpoint-detail"),
     path("checkpoints/<int:checkpoint_id>/batches/", views.BatchList.as_view(), name="api-batch-list"),
@@ -14,3 +14,4 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/findings/", views.OpenFindingList.as_view(), name="api-finding-list"),
     path("checkpoints/<int:checkpoint_id>/maintenance-runs/", views.MaintenanceRunList.as_view(), name="api-maintenance-run-list"),
 ]
+urlpatterns = [path("", index.ApiIndex.as_view(resources=resources), name="api-index"), *resources]

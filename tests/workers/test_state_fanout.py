@@ -13,7 +13,8 @@ import pytest
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
 from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
-from workers.state_fanout import count_state_chunk, partition_chunks
+from workers import tasks
+from workers.state_fanout import chunks_to_count, count_state_chunk, partition_chunks
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -35,9 +36,7 @@ def wide_checkpoint(copy_checkpoint):
     return make
 
 
-def test_chunks_count_the_same_rows_as_one_pass_and_join_once(
-    wide_checkpoint, settings, eager_celery, django_capture_on_commit_callbacks
-):
+def test_chunks_count_the_same_rows_as_one_pass_and_join_once(wide_checkpoint, settings, eager_celery):
     settings.STATE_FANOUT_PARTITIONS = 0
     one_pass, sources = wide_checkpoint("one-pass", 12)
     sync_checkpoint(one_pass.pk)
@@ -47,14 +46,12 @@ def test_chunks_count_the_same_rows_as_one_pass_and_join_once(
 
     settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS = 4, 5
     fanned, _ = wide_checkpoint("fanned-out", 12)
-    with django_capture_on_commit_callbacks(execute=True) as queued:
-        sync_checkpoint(fanned.pk)
+    tasks.sync_checkpoint(fanned.pk)  # the task shell queues the chunks, which eager Celery runs here
 
     scan = StateScan.objects.get(checkpoint=fanned)
     assert (scan.partitions, scan.chunks, scan.chunks_done, scan.error_count) == (12, 3, 3, 0)
     assert scan.finished_at is not None and scan.list_calls >= 12 and scan.read_calls > 0
     assert _rows_by_partition(fanned) == expected
-    assert len(queued) == 1
     # Copies of one Spark-written partition hold its rows.
     rows = {partition: figures[0] for (_, partition, _), figures in expected.items()}
     assert all(rows[partition] == rows[source] for partition, source in sources.items())
@@ -67,11 +64,26 @@ def test_a_full_pass_keeps_the_last_counts_until_the_chunks_have_counted_again(w
     counted = _rows_by_partition(checkpoint)
 
     settings.STATE_FANOUT_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = 2, 0
-    sync_checkpoint(checkpoint.pk)  # the chunk tasks are queued on commit, which a test transaction never reaches
+    sync_checkpoint(checkpoint.pk)  # the plain sync queues no chunk: its task shell does
 
     assert _rows_by_partition(checkpoint) == counted
     scan = StateScan.objects.get(checkpoint=checkpoint)
     assert (scan.chunks_done, scan.finished_at) == (0, None)
+
+
+def test_the_task_shell_queues_the_uncounted_chunks_of_the_scan_its_own_sync_started(wide_checkpoint, settings):
+    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = 2, 2, 0
+    checkpoint, _ = wide_checkpoint("own-chunks", 4)
+    first_run, second_run = sync_checkpoint(checkpoint.pk), sync_checkpoint(checkpoint.pk)
+    older, newer = StateScan.objects.filter(checkpoint=checkpoint).order_by("started_at")
+    older_chunks, newer_chunks = ([chunk.pk for chunk in scan.chunk_rows.order_by("index")] for scan in (older, newer))
+
+    count_state_chunk(newer_chunks[0])
+
+    assert chunks_to_count(first_run) == older_chunks and len(older_chunks) == 2
+    assert chunks_to_count(second_run) == newer_chunks[1:]
+    settings.INSPECT_INTERVAL_SECONDS = 3600
+    assert chunks_to_count(sync_checkpoint(checkpoint.pk)) == []  # a probe starts no scan
 
 
 def test_a_redelivered_chunk_counts_once(wide_checkpoint, settings):

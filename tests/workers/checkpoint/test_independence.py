@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from import_graph import imported_names
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 LIBRARY = REPO_ROOT / "workers" / "checkpoint"
 FORBIDDEN_TOP_LEVEL = ("django", "celery", "redis", "plotly")
@@ -44,3 +46,16 @@ def test_no_module_imports_a_web_stack_package_or_unsafe_deserialiser(module):
     assert re.findall(pattern, text, flags=re.MULTILINE) == []
     assert "literal_eval" not in text
     assert re.search(r"(?<![\w.])eval\(", text) is None
+
+
+def _outside_the_library(imported: str) -> bool:
+    top = imported.split(".")[0]
+    if top in ("django", "dashboards", "ckptweb", "pipelines", "bench"):
+        return True
+    return top == "workers" and not (imported == "workers.checkpoint" or imported.startswith("workers.checkpoint."))
+
+
+@pytest.mark.parametrize("module", _library_modules(), ids=lambda path: path.name)
+def test_no_module_imports_django_or_the_project_outside_the_library(module):
+    # Also inside a function: the library must stay usable without the web app or the workers.
+    assert sorted({name for name in imported_names(module) if _outside_the_library(name)}) == []

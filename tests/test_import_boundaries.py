@@ -1,0 +1,35 @@
+"""The dependency rules of docs/architecture.md, read from the source (tests/import_graph.py).
+
+An import inside a function counts: it runs when the function does, so a cycle or a wrong
+direction hidden there is still one.
+"""
+
+from __future__ import annotations
+
+from import_graph import import_cycles, imported_names, project_import_graph, project_modules
+
+
+def _importers_of(target: str, *, among: str) -> list[str]:
+    """Modules of package ``among`` that import ``target`` or something inside it."""
+    return sorted(
+        name
+        for name, path in project_modules().items()
+        if (name == among or name.startswith(f"{among}."))
+        and any(imported == target or imported.startswith(f"{target}.") for imported in imported_names(path))
+    )
+
+
+def test_no_project_modules_import_each_other_in_a_cycle():
+    assert import_cycles(project_import_graph()) == []
+
+
+def test_plain_worker_functions_import_no_celery_task():
+    # Tasks are shells that call plain functions; a plain function that queued a task through
+    # workers.tasks would close a cycle through its own shell.
+    assert _importers_of("workers.tasks", among="workers") == []
+
+
+def test_the_web_side_never_runs_a_sync_itself():
+    # A sync runs on a worker (workers.tasks.sync_checkpoint), holding the checkpoint's lease.
+    assert _importers_of("workers.sync", among="dashboards") == []
+    assert _importers_of("workers.sync", among="ckptweb") == []
