@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from dashboards.api import ProgressIngestView
+from dashboards.ingest import ProgressIngestView
 from dashboards.login_limit import LimitedLoginView
 from dashboards.metrics import metrics
 

@@ -10,7 +10,7 @@ from .core import (
     default_sync_interval_seconds,
     ms_to_datetime,
 )
-from .health import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample, StateScan, StateScanChunk
+from .inspection import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample, StateScan, StateScanChunk
 from .maintenance import AuditEntry, MaintenanceAction, MaintenancePolicy, MaintenanceRefused, MaintenanceRun
 from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, EventLogDirectory, StateOperatorMetrics, cache_hit_ratio
 
