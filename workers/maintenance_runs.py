@@ -92,16 +92,20 @@ def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> Mainten
 
 
 def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
-    """"query-stopped" as the listener sees it: no progress event received lately."""
+    """"query-stopped" as the listener sees it: no progress event of this checkpoint's batches received lately.
+
+    As in the health model (CheckpointQuerySet.with_status_facts), progress of a batch past this
+    checkpoint's newest + 1 is another checkpoint's of the same query id (a copy, a restored
+    backup, still running elsewhere) and says nothing about this one.
+    """
     quiet = settings.MAINTENANCE_QUIET_SECONDS
     checkpoint = run.checkpoint
-    latest = (
-        BatchProgress.objects.filter(query=checkpoint.query).order_by("-received_at").values_list("received_at", flat=True).first()
-        if checkpoint.query_id
-        else None
-    )
+    progress = BatchProgress.objects.filter(query=checkpoint.query)
+    if checkpoint.latest_batch_id is not None:
+        progress = progress.filter(batch_id__lte=checkpoint.latest_batch_id + 1)
+    latest = progress.order_by("-received_at").values_list("received_at", flat=True).first() if checkpoint.query_id else None
     if latest is None or now - latest >= timedelta(seconds=quiet):
-        detail = "no progress received from the query" if latest is None else f"last progress received {int((now - latest).total_seconds())} s ago"
+        detail = "no progress received for this checkpoint's batches" if latest is None else f"last progress received {int((now - latest).total_seconds())} s ago"
         return Precondition("query-stopped", True, detail)
     ago = max(0, int((now - latest).total_seconds()))
     return Precondition("query-stopped", False, f"the query reported progress {ago} s ago; it is running")

@@ -238,6 +238,22 @@ def test_live_progress_from_the_listener_counts_as_a_running_query(stopped_check
     assert [p.name for p in failed] == ["query-stopped"] and "progress" in failed[0].detail
 
 
+def test_live_progress_of_a_copy_ahead_of_this_checkpoint_does_not_make_it_running(stopped_checkpoint, oncall_user):
+    from dashboards.models import BatchProgress
+
+    checkpoint, _ = stopped_checkpoint
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    # The live query this checkpoint was copied from (same query id) reports batches past this copy's.
+    for batch_id in (checkpoint.latest_batch_id + 2, checkpoint.latest_batch_id + 20):
+        BatchProgress.objects.create(query=checkpoint.query, batch_id=batch_id, timestamp=timezone.now(), origin="listener", received_at=timezone.now())
+
+    run = _request(checkpoint, oncall_user)
+
+    stopped = [p for p in run.maintenance_plan.preconditions if p.name == "query-stopped" and "progress" in p.detail]
+    assert [(p.ok, p.detail) for p in stopped] == [(True, "no progress received for this checkpoint's batches")]
+
+
 def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_their_files_look(stopped_checkpoint, oncall_user):
     # A writer whose clock is a day behind dates its files a day back: by file dates the query
     # has been idle for a day. Two syncs a moment apart, the second finding new batches, say otherwise.
