@@ -45,6 +45,12 @@ class BatchRange:
         bounds = {f"{key}__gte": self.first, f"{key}__lte": self.last}
         return {lookup: value for lookup, value in bounds.items() if value is not None}
 
+    def capped_at(self, ceiling: int | None) -> BatchRange:
+        """The range with its last batch at most ``ceiling`` (None: unchanged)."""
+        if ceiling is None or (self.last is not None and self.last <= ceiling):
+            return self
+        return BatchRange(self.first, ceiling)
+
     def as_query(self) -> str:
         """``?from=..&to=..`` for the chart URLs, or "" for the whole history."""
         parts = [f"{name}={value}" for name, value in (("from", self.first), ("to", self.last)) if value is not None]

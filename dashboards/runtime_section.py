@@ -14,6 +14,7 @@ from django.urls import reverse
 from .chart_series import BatchRange
 from .fragments import cached_text
 from .models import BatchProgress, Checkpoint, StateOperatorMetrics
+from .progress_ownership import progress_ceiling
 from .runtime_charts import RUNTIME_CHARTS, ProgressPoint, RuntimeChart, runtime_figures, runtime_figures_json
 from .runtime_marks import Window, marks_version, runtime_marks
 from .runtime_series import operator_series, progress_series, runtime_version
@@ -36,8 +37,9 @@ class RuntimeSection:
 
 def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
     """The newest progress of the checkpoint's query (one index lookup) and the charts it allows."""
+    own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
     latest = (
-        BatchProgress.objects.filter(query_id=checkpoint.query_id).order_by("-batch_id").first()
+        BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).order_by("-batch_id").first()
         if checkpoint.query_id is not None else None
     )
     if latest is None:

@@ -20,6 +20,7 @@ from django.db.models.functions import Cast, NullIf
 from .chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
 from .downsample import SeriesShape, select_downsampled
 from .fragments import checkpoint_identity
+from .progress_ownership import progress_ceiling
 from .models import CACHE_HITS, CACHE_MISSES, BatchProgress, Checkpoint, StateOperatorMetrics
 from .runtime_charts import OperatorPoint, ProgressPoint
 
@@ -65,6 +66,7 @@ def _sampled(
     rows: Callable[[int | None, BatchRange], QuerySet], point: Callable[[dict], object],
 ) -> SampledSeries:
     """Downsample ``rows`` of the checkpoint's query in ``shape``, the settled buckets cached under ``kind``."""
+    batch_range = batch_range.capped_at(progress_ceiling(checkpoint))
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
     span = key_span(progress, "batch_id")
     width = bucket_width(span, shape, max_points=RUNTIME_MAX_POINTS)
@@ -111,5 +113,6 @@ def operator_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
 
 def runtime_version(checkpoint: Checkpoint) -> tuple:
     """What moves when progress arrives: the span of its batch ids (one index lookup)."""
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
+    ceiling = progress_ceiling(checkpoint)
+    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id"))
     return (*checkpoint_identity(checkpoint), checkpoint.query_id, *key_span(progress, "batch_id"))

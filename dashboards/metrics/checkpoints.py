@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, IntegerField, OuterRef, Subquery, Value
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from ..models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
@@ -24,7 +24,14 @@ def read_checkpoints() -> list[dict]:
     """
     newest_batch = Batch.objects.filter(checkpoint=OuterRef("pk"), batch_id=OuterRef("latest_batch_id"))
     last_run = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
-    newest_progress = BatchProgress.objects.filter(query=OuterRef("query")).order_by("-batch_id")
+    # Progress past the newest batch + 1 of a checkpoint behind a copy of its query is the copy's
+    # (dashboards/progress_ownership.py).
+    copy_ahead = Checkpoint.objects.active().filter(
+        query=OuterRef(OuterRef("query")), latest_batch_id__gt=OuterRef(OuterRef("latest_batch_id"))
+    )
+    newest_progress = BatchProgress.objects.filter(
+        Q(batch_id__lte=OuterRef("latest_batch_id") + 1) | ~Exists(copy_ahead), query=OuterRef("query")
+    ).order_by("-batch_id")
     open_issues = (
         SyncIssue.objects.filter(checkpoint=OuterRef("pk"), resolved_at__isnull=True)
         .order_by().values("checkpoint").annotate(n=Count("pk")).values("n")

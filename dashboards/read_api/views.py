@@ -24,7 +24,9 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from ..api_responses import read_responses
+from ..chart_series import BatchRange
 from ..models import BatchProgress, Checkpoint
+from ..progress_ownership import progress_ceiling
 from ..views.pages import get_checkpoint_for_user
 from .catchup import request_catch_up
 from .paging import FreshnessParams, KeysetPage, KeysetParams, PageParams, read_keyset_page
@@ -177,8 +179,10 @@ class ProgressList(CheckpointRowsView):
     serializer_class = BatchProgressSerializer
 
     def rows(self, checkpoint: Checkpoint) -> QuerySet:
-        # Progress belongs to the query; a checkpoint whose metadata was never read has none.
-        return BatchProgress.objects.filter(query_id=checkpoint.query_id).select_related("run")
+        # Progress belongs to the query; a checkpoint whose metadata was never read has none, and
+        # one behind a copy of its query stops at its own batches (dashboards/progress_ownership.py).
+        own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
+        return BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).select_related("run")
 
 
 @extend_schema_view(get=page_schema("StatePartitionPage", StatePartitionSerializer, "id"))

@@ -427,3 +427,31 @@ def test_the_watermark_gap_is_drawn_in_the_unit_its_longest_value_reads_best_in(
 
     assert gap["layout"]["yaxis"]["title"]["text"] == unit
     assert set(gap["data"][0]["y"]) == {drawn}
+
+
+def test_a_copy_behind_the_live_checkpoint_shows_only_its_own_batches_progress(viewer_client, admin_client, copy_checkpoint, dedup):
+    from prometheus.scenario import checkpoint_sample, parse_exposition
+
+    # A copy of the dedup query taken after batch 13 (same query id): its batches 14 and 15 never happened.
+    base = copy_checkpoint(OUR_FIXTURES / "file_source_dedup", "copy")
+    for log in ("offsets", "commits"):
+        for batch_id in (14, 15):
+            (base / "checkpoint" / log / str(batch_id)).unlink()
+    copy = make_checkpoint(name="copy", url=str(base / "checkpoint"))
+    sync_checkpoint(copy.pk)
+    copy.refresh_from_db()
+    assert (copy.query_id, copy.latest_batch_id, dedup.latest_batch_id) == (dedup.query_id, 13, 15)
+
+    def newest_drawn(checkpoint) -> int:
+        return max(_figures(viewer_client, checkpoint)["rates"]["data"][0]["customdata"])
+
+    def newest_served(checkpoint) -> int:
+        page = viewer_client.get(reverse("api-progress-list", args=[checkpoint.pk])).json()
+        return max(row["batch_id"] for row in page["results"])
+
+    samples = parse_exposition(admin_client.get("/metrics").content.decode())
+    # The copy takes progress up to its newest batch + 1 (the batch it would plan next); the live one all of it.
+    assert (newest_drawn(copy), newest_drawn(dedup)) == (14, 15)
+    assert (newest_served(copy), newest_served(dedup)) == (14, 15)
+    assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "copy") == 14
+    assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "file_source_dedup") == 15
