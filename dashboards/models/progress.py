@@ -102,6 +102,8 @@ class BatchProgress(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["query", "batch_id"], name="one_progress_per_batch")]
+        # A run's extent and its newest batches (dashboards/run_summary.py) without a scan of the query.
+        indexes = [models.Index(fields=["run", "batch_id"], name="progress_of_run")]
         permissions = [("ingest_progress", "Can send progress events to the ingest endpoint")]
         verbose_name_plural = "batch progress"
 

@@ -96,3 +96,19 @@ def get_item(mapping, key):
 def readable_offset(raw: str | None) -> str:
     """A source offset from the offset log in words (dashboards/offset_text.py)."""
     return describe_offset(raw)
+
+
+@register.filter
+def spread_of_ms(spread) -> str:
+    """A run_summary.Spread of milliseconds as "120 ms / 300 ms / 1.2 s / 2 s" ("—" for None)."""
+    if spread is None:
+        return "—"
+    return " / ".join(format_span(value / 1000) for value in (spread.low, spread.median, spread.p95, spread.high))
+
+
+@register.filter
+def spread_of_rates(spread) -> str:
+    """A run_summary.Spread of rows per second as "0.0 / 5.1 / 9.9 / 12.0" ("—" for None)."""
+    if spread is None:
+        return "—"
+    return " / ".join(f"{value:,.1f}" for value in (spread.low, spread.median, spread.p95, spread.high))

@@ -28,6 +28,7 @@ from ..charts import (
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from ..query_status import Thresholds, assess
+from ..run_summary import compare_with_run, runs_section
 from ..runtime_section import runtime_section
 from ..state_as_of import StateAsOf
 from ..trends import duration_trends
@@ -91,6 +92,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
         "runtime": runtime_section(checkpoint),
+        "runs": runs_section(checkpoint),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),
@@ -182,7 +184,10 @@ def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> Htt
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     batch = get_object_or_404(Batch, checkpoint=checkpoint, batch_id=batch_id)
     progress = BatchProgress.objects.for_batch(checkpoint.query_id, batch_id)
-    context = {"checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress}
+    context = {
+        "checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress,
+        "against_run": None if progress is None else compare_with_run(progress),
+    }
     return render(request, "dashboards/batch_detail.html", context)
 
 

@@ -2,7 +2,7 @@
 
 The shipped listener posts the query's progress to a live ckptweb; after a sync the page must say
 whether the query runs, draw every section with data (timeline, runtime charts, state, integrity,
-files, batches), and the state panel's "as of" must name the batch whose state it shows: the
+runs, files, batches), and the state panel's "as of" must name the batch whose state it shows: the
 newest committed batch in the batch table, at the state version that batch wrote.
 """
 from __future__ import annotations
@@ -73,6 +73,7 @@ def _sections_shown(page, name: str) -> dict:
     status = page.get_attribute("#query-status", "data-status")
     assert all(points > 0 for points in page.evaluate(RUNTIME_POINTS)), page.evaluate(RUNTIME_POINTS)
     assert page.locator("#runtime-empty").count() == 0
+    assert page.locator("#runs-table tbody tr").count() == 1  # one start of the query so far
     assert page.locator("#inventory tbody tr").count() >= 3  # offsets/, commits/, state/...
     assert page.locator("#integrity").inner_text().strip() != "Integrity"
     batch_links = page.locator("#batch-table-panel tbody tr td:first-child a")

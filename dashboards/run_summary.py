@@ -1,0 +1,148 @@
+"""A query's runs and how each ran, as Flink's checkpoint summary shows them; a batch against its run.
+
+Spark gives a query a new run id at every start. Per run: when it started and was last heard of,
+its batches, and min / median / p95 / max of batch duration, input rate and process rate. The
+spreads are over the run's newest WINDOW_BATCHES batches (said on the page when a run has more),
+read through the (run, batch_id) index, so a run of a million batches costs what one of two
+thousand does. Progress past a checkpoint's own batches is another copy's (progress_ownership).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db.models import Count, Max, Min
+
+from .chart_series import BatchRange
+from .models import BatchProgress, Checkpoint, QueryRun
+from .progress_ownership import progress_ceiling
+
+RUNS_SHOWN = 10
+WINDOW_BATCHES = 2_000
+# A batch is compared with the batches of its run this far on either side.
+NEIGHBOURS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Min, median, 95th percentile (nearest rank) and max of some figures."""
+
+    low: float
+    median: float
+    p95: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> Spread | None:
+        ordered = sorted(value for value in values if value is not None)
+        if not ordered:
+            return None
+        return cls(ordered[0], nearest_rank(ordered, 0.5), nearest_rank(ordered, 0.95), ordered[-1])
+
+
+def nearest_rank(ordered: Sequence[float], fraction: float) -> float:
+    """The value at ``fraction`` of ``ordered`` (sorted, not empty) by the nearest-rank method."""
+    return ordered[min(len(ordered), max(1, math.ceil(fraction * len(ordered)))) - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    run_id: UUID
+    started_at: datetime | None
+    last_seen_at: datetime | None
+    first_batch_id: int
+    last_batch_id: int
+    batches: int
+    window_first_batch_id: int  # the spreads are over batches from here to last_batch_id
+    duration_ms: Spread | None
+    input_rate: Spread | None
+    process_rate: Spread | None
+
+    @property
+    def is_windowed(self) -> bool:
+        return self.window_first_batch_id > self.first_batch_id
+
+
+@dataclass(frozen=True, slots=True)
+class RunsSection:
+    runs: list[RunSummary]
+    total_runs: int
+    window_batches: int = WINDOW_BATCHES
+
+
+def runs_section(checkpoint: Checkpoint) -> RunsSection:
+    """The checkpoint's newest RUNS_SHOWN runs, newest first (two index-range queries a run)."""
+    if checkpoint.query_id is None:
+        return RunsSection([], 0)
+    own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
+    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **own)
+    # QueryRun.last_batch_id is the newest batch a run reported: the runs in the order they ran.
+    runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
+    newest = runs.order_by("-last_batch_id", "-pk")[:RUNS_SHOWN]
+    summaries = [_summary(run, progress.filter(run=run)) for run in newest]
+    return RunsSection([summary for summary in summaries if summary is not None], runs.count())
+
+
+def _summary(run: QueryRun, progress) -> RunSummary | None:
+    extent = progress.aggregate(
+        first=Min("batch_id"), last=Max("batch_id"), count=Count("pk"), started=Min("timestamp"), seen=Max("timestamp")
+    )
+    if extent["count"] == 0:
+        return None
+    window_first = max(extent["first"], extent["last"] - WINDOW_BATCHES + 1)
+    rows = list(
+        progress.filter(batch_id__gte=window_first).values_list("batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
+    )
+    durations, input_rates, process_rates = zip(*rows, strict=True) if rows else ((), (), ())
+    return RunSummary(
+        run_id=run.run_id, started_at=run.started_at or extent["started"], last_seen_at=extent["seen"],
+        first_batch_id=extent["first"], last_batch_id=extent["last"], batches=extent["count"],
+        window_first_batch_id=window_first,
+        duration_ms=Spread.of(durations), input_rate=Spread.of(input_rates), process_rate=Spread.of(process_rates),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAgainstRun:
+    """How one batch compares with the batches of its run around it."""
+
+    neighbours: int  # batches of the run compared with (this one included)
+    median_duration_ms: float | None
+    duration_ratio: float | None  # this batch's duration / the median
+    grown_phase: str | None  # the phase (durationMs key) that took most longer than its median
+    grown_phase_ms: float | None
+    grown_phase_median_ms: float | None
+
+
+def compare_with_run(progress: BatchProgress) -> BatchAgainstRun | None:
+    """Compare a batch's duration and phases with the median of its run's batches within NEIGHBOURS."""
+    if progress.run_id is None:
+        return None
+    rows = list(
+        BatchProgress.objects.filter(
+            query_id=progress.query_id, run_id=progress.run_id,
+            batch_id__gte=progress.batch_id - NEIGHBOURS, batch_id__lte=progress.batch_id + NEIGHBOURS,
+        ).values_list("batch_duration_ms", "duration_ms")
+    )
+    durations = sorted(duration for duration, _ in rows if duration is not None)
+    median = nearest_rank(durations, 0.5) if durations else None
+    ratio = progress.batch_duration_ms / median if median and progress.batch_duration_ms is not None else None
+    phase, phase_ms, phase_median = _most_grown_phase(progress.duration_ms or {}, [phases or {} for _, phases in rows])
+    return BatchAgainstRun(len(rows), median, ratio, phase, phase_ms, phase_median)
+
+
+def _most_grown_phase(phases: dict, neighbours: list[dict]) -> tuple[str | None, float | None, float | None]:
+    """The phase of ``phases`` furthest above its median among ``neighbours`` (None when none is above)."""
+    best: tuple[str | None, float | None, float | None] = (None, None, None)
+    best_growth = 0.0
+    for name, value in phases.items():
+        if name == "triggerExecution" or not isinstance(value, (int, float)):
+            continue  # the whole batch, not a phase
+        seen = sorted(other[name] for other in neighbours if isinstance(other.get(name), (int, float)))
+        median = nearest_rank(seen, 0.5) if seen else 0
+        if value - median > best_growth:
+            best, best_growth = (name, value, median), value - median
+    return best
