@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from django.db.models import Count, Max, Min
+from django.db.models import Max, Min
 
 from .chart_series import BatchRange
 from .models import BatchProgress, Checkpoint, QueryRun
@@ -55,7 +55,7 @@ class RunSummary:
     last_seen_at: datetime | None
     first_batch_id: int
     last_batch_id: int
-    batches: int
+    batches: int | None  # reports received; None when the run is longer than the window
     window_first_batch_id: int  # the spreads are over batches from here to last_batch_id
     duration_ms: Spread | None
     input_rate: Spread | None
@@ -74,7 +74,7 @@ class RunsSection:
 
 
 def runs_section(checkpoint: Checkpoint) -> RunsSection:
-    """The checkpoint's newest RUNS_SHOWN runs, newest first (two index-range queries a run)."""
+    """The checkpoint's newest RUNS_SHOWN runs, newest first (two or three index-range queries a run)."""
     if checkpoint.query_id is None:
         return RunsSection([], 0)
     own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
@@ -87,19 +87,21 @@ def runs_section(checkpoint: Checkpoint) -> RunsSection:
 
 
 def _summary(run: QueryRun, progress) -> RunSummary | None:
-    extent = progress.aggregate(
-        first=Min("batch_id"), last=Max("batch_id"), count=Count("pk"), started=Min("timestamp"), seen=Max("timestamp")
-    )
-    if extent["count"] == 0:
+    # Min and max of the indexed (run, batch_id) are its two ends: no scan of a long run.
+    extent = progress.aggregate(first=Min("batch_id"), last=Max("batch_id"))
+    if extent["first"] is None:
         return None
     window_first = max(extent["first"], extent["last"] - WINDOW_BATCHES + 1)
     rows = list(
-        progress.filter(batch_id__gte=window_first).values_list("batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
+        progress.filter(batch_id__gte=window_first).order_by("batch_id")
+        .values_list("timestamp", "batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
     )
-    durations, input_rates, process_rates = zip(*rows, strict=True) if rows else ((), (), ())
+    started = rows[0][0] if window_first == extent["first"] else progress.filter(batch_id=extent["first"]).values_list("timestamp", flat=True).first()
+    _, durations, input_rates, process_rates = zip(*rows, strict=True)
     return RunSummary(
-        run_id=run.run_id, started_at=run.started_at or extent["started"], last_seen_at=extent["seen"],
-        first_batch_id=extent["first"], last_batch_id=extent["last"], batches=extent["count"],
+        run_id=run.run_id, started_at=run.started_at or started, last_seen_at=rows[-1][0],
+        first_batch_id=extent["first"], last_batch_id=extent["last"],
+        batches=len(rows) if window_first == extent["first"] else None,
         window_first_batch_id=window_first,
         duration_ms=Spread.of(durations), input_rate=Spread.of(input_rates), process_rate=Spread.of(process_rates),
     )

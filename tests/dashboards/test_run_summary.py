@@ -92,3 +92,26 @@ def test_the_batch_page_compares_the_batch_with_its_run(viewer_client, restarted
     name, value, phase_median = phase.group(1), int(phase.group(2)), int(phase.group(3))
     assert value == batch["durationMs"][name]
     assert phase_median == statistics.median_low(fields["durationMs"][name] for fields in run) < value
+
+
+def test_a_run_longer_than_the_window_is_summed_up_over_its_newest_batches(viewer_client, restarted, monkeypatch):
+    from dashboards import run_summary
+
+    checkpoint, report = restarted
+    monkeypatch.setattr(run_summary, "WINDOW_BATCHES", 5)
+    newest = [fields for fields in report if fields["batchId"] >= RESTART_AT]
+    window = sorted(fields["batchDuration"] for fields in newest[-5:])
+
+    checkpoint.refresh_from_db()
+    section = run_summary.runs_section(checkpoint)
+
+    run = section.runs[0]
+    assert (run.first_batch_id, run.last_batch_id, run.window_first_batch_id, run.batches) == (8, 15, 11, None)
+    assert (run.duration_ms.low, run.duration_ms.median, run.duration_ms.high) == (window[0], window[2], window[4])
+    assert run.started_at.timestamp() == pytest.approx(_epoch(newest[0]["timestamp"]))
+
+
+def _epoch(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
