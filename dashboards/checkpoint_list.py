@@ -1,10 +1,11 @@
 """The checkpoint list: every registered query with its health status, searched, filtered and sorted.
 
 The status of every checkpoint is assessed on each request (the health model depends on the
-time), from one query of stored figures (CheckpointQuerySet.with_status_facts): the counts per
-status, the filters and the sorts all need every row, and a page of 1,000 checkpoints is a few
-milliseconds of Python (bench/pages_at_scale.py). The request's search, filters and sort live in
-the URL (ListRequest), so a filtered list can be shared and survives the htmx refresh.
+time), once per row, from one query of stored figures (CheckpointQuerySet.status_list_rows): the
+counts per status, the filters and the sorts all need every row. The rows are plain dicts, not
+model instances: at 1,000 checkpoints building instances cost more than the query
+(bench/list_at_scale.py, docs/benchmarks.md). The request's search, filters and sort live in the
+URL (ListRequest), so a filtered list can be shared and survives the htmx refresh.
 """
 from __future__ import annotations
 
@@ -14,18 +15,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from .query_status import QueryStatus, State, Thresholds, assess
+from .models.core import status_facts_of
+from .query_status import PRECEDENCE, QueryStatus, State, Thresholds, assess
 
 PROVIDERS = ("hdfs", "rocksdb")
 # Sort keys by URL name; a leading "-" in ?sort= sorts descending. None sorts last either way.
 SORT_KEYS: dict[str, Callable] = {
-    "status": lambda row: (list(State).index(row.status.state), row.checkpoint.name.lower()),
-    "name": lambda row: row.checkpoint.name.lower(),
-    "latest_batch": lambda row: row.checkpoint.latest_batch_at,
-    "duration": lambda row: row.checkpoint.recent_batch_duration_ms,
-    "input_rate": lambda row: row.checkpoint.recent_input_rate,
-    "state_size": lambda row: row.checkpoint.state_bytes,
-    "findings": lambda row: (row.checkpoint.finding_error_count, row.checkpoint.finding_warning_count) if row.has_findings else None,
+    "status": lambda row: (PRECEDENCE[row.status.state], row.checkpoint["name"].lower()),
+    "name": lambda row: row.checkpoint["name"].lower(),
+    "latest_batch": lambda row: row.checkpoint["latest_batch_at"],
+    "duration": lambda row: row.checkpoint["recent_batch_duration_ms"],
+    "input_rate": lambda row: row.checkpoint["recent_input_rate"],
+    "state_size": lambda row: row.checkpoint["state_bytes"],
+    "findings": lambda row: (row.checkpoint["finding_error_count"], row.checkpoint["finding_warning_count"]) if row.has_findings else None,
 }
 DEFAULT_SORT = "status"
 
@@ -84,18 +86,18 @@ class ListRequest:
 
 @dataclass(slots=True)
 class ListRow:
-    checkpoint: object
+    checkpoint: dict  # a row of CheckpointQuerySet.status_list_rows
     status: QueryStatus
     scheme: str
-    copies: list = field(default_factory=list)
+    copies: list[dict] = field(default_factory=list)
 
     @property
     def has_findings(self) -> bool:
-        return bool(self.checkpoint.finding_error_count or self.checkpoint.finding_warning_count)
+        return bool(self.checkpoint["finding_error_count"] or self.checkpoint["finding_warning_count"])
 
     @property
     def providers(self) -> list[str]:
-        return [name for name in self.checkpoint.state_providers.split(",") if name]
+        return [name for name in self.checkpoint["state_providers"].split(",") if name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +109,17 @@ class ListResult:
     schemes: list[str]
 
 
-def build_list(checkpoints: Iterable, request: ListRequest, *, now: datetime, thresholds: Thresholds) -> ListResult:
-    """Assess every checkpoint, flag copies, filter and sort as ``request`` asks.
+def build_list(checkpoints: Iterable[dict], request: ListRequest, *, now: datetime, thresholds: Thresholds) -> ListResult:
+    """Assess every checkpoint (rows of CheckpointQuerySet.status_list_rows), flag copies, filter
+    and sort as ``request`` asks.
 
     The counts per status are of the rows that pass every filter but the status one, so each
     count is what following it shows.
     """
-    rows = [ListRow(checkpoint, assess(checkpoint.status_facts(), now=now, thresholds=thresholds), scheme_of(checkpoint.url)) for checkpoint in checkpoints]
+    rows = [
+        ListRow(checkpoint, assess(status_facts_of(checkpoint), now=now, thresholds=thresholds), scheme_of(checkpoint["url"]))
+        for checkpoint in checkpoints
+    ]
     _flag_copies(rows)
     matching = [row for row in rows if _matches(row, request)]
     counts = Counter(row.status.state for row in matching)
@@ -137,8 +143,8 @@ def _flag_copies(rows: list[ListRow]) -> None:
     """Link the rows whose checkpoints carry the same query id (a copy, a restored backup)."""
     by_query = defaultdict(list)
     for row in rows:
-        if row.checkpoint.query_id is not None:
-            by_query[row.checkpoint.query_id].append(row)
+        if row.checkpoint["query_id"] is not None:
+            by_query[row.checkpoint["query_id"]].append(row)
     for same in by_query.values():
         for row in same if len(same) > 1 else ():
             row.copies = [other.checkpoint for other in same if other is not row]
@@ -153,8 +159,9 @@ def _matches(row: ListRow, request: ListRequest) -> bool:
     if request.has_findings and not row.has_findings:
         return False
     if request.search:
-        query = checkpoint.query
-        haystack = [checkpoint.name, checkpoint.url, str(query.query_id), query.name] if query else [checkpoint.name, checkpoint.url]
+        haystack = [checkpoint["name"], checkpoint["url"]]
+        if checkpoint["query_uuid"] is not None:
+            haystack += [str(checkpoint["query_uuid"]), checkpoint["query_name"]]
         return any(request.search.lower() in text.lower() for text in haystack)
     return True
 
@@ -162,6 +169,8 @@ def _matches(row: ListRow, request: ListRequest) -> bool:
 def _sorted(rows: list[ListRow], request: ListRequest) -> list[ListRow]:
     """Sort by the request's key; rows without a value go last whichever the direction, by name."""
     key = SORT_KEYS[request.sort]
-    present = [row for row in rows if key(row) is not None]
-    absent = sorted((row for row in rows if key(row) is None), key=SORT_KEYS["name"])
-    return sorted(present, key=lambda row: (key(row), row.checkpoint.name.lower()), reverse=request.descending) + absent
+    keyed = [(key(row), row) for row in rows]
+    present = [(value, row) for value, row in keyed if value is not None]
+    absent = sorted((row for value, row in keyed if value is None), key=SORT_KEYS["name"])
+    by_key_then_name = sorted(present, key=lambda pair: (pair[0], pair[1].checkpoint["name"].lower()), reverse=request.descending)
+    return [row for _, row in by_key_then_name] + absent

@@ -67,6 +67,10 @@ class State(enum.Enum):
         return next((state for state in cls if state.slug == slug), None)
 
 
+# State -> its place in the precedence order (0 first): a sort key for statuses and conditions.
+PRECEDENCE = {state: place for place, state in enumerate(State)}
+
+
 @dataclass(frozen=True, slots=True)
 class Thresholds:
     stopped_after_seconds: float = 300.0
@@ -148,7 +152,7 @@ def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = Thresh
     conditions = [condition for check in checks if (condition := check(facts, now, thresholds)) is not None]
     if not conditions:
         conditions = [_running(facts)]
-    conditions.sort(key=lambda condition: list(State).index(condition.state))
+    conditions.sort(key=lambda condition: PRECEDENCE[condition.state])
     first = conditions[0]
     return QueryStatus(first.state, first.reason, first.since, tuple(conditions))
 
@@ -199,14 +203,18 @@ def _damaged(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
     return Condition(State.DAMAGED, f"{findings}: a restart would fail (see the integrity panel)")
 
 
-def _stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
+def _is_stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> bool:
     if facts.latest_batch_id is None or facts.latest_batch_at is None:
-        return None
+        return False
     if facts.latest_committed_batch_id is not None and facts.latest_committed_batch_id >= facts.latest_batch_id:
+        return False
+    return (now - facts.latest_batch_at).total_seconds() > stall_seconds(facts, thresholds)
+
+
+def _stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
+    if not _is_stalled(facts, now, thresholds):
         return None
     waited = (now - facts.latest_batch_at).total_seconds()
-    if waited <= stall_seconds(facts, thresholds):
-        return None
     usual = facts.recent_batch_duration_seconds
     usually = f"; batches usually take {format_span(usual)}" if usual else ""
     return Condition(
@@ -218,7 +226,7 @@ def _stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
 
 
 def _falling_behind(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
-    if _stopped(facts, now, thresholds) is not None:
+    if _is_stopped(facts, now, thresholds):
         return None
     rate_in, rate_out = facts.recent_input_rate, facts.recent_process_rate
     if rate_in and rate_out and rate_in > thresholds.behind_ratio * rate_out:
@@ -235,14 +243,24 @@ def _falling_behind(facts: StatusFacts, now: datetime, thresholds: Thresholds) -
     return None
 
 
-def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
+def _last_sign_of_life(facts: StatusFacts) -> datetime:
+    """The newest batch or progress; the facts must have a batch."""
+    if facts.last_heard_at is None or facts.last_heard_at < facts.latest_batch_at:
+        return facts.latest_batch_at
+    return facts.last_heard_at
+
+
+def _is_stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> bool:
     # A stalled batch is the more precise account of the same silence.
-    if facts.latest_batch_at is None or _stalled(facts, now, thresholds) is not None:
+    if facts.latest_batch_at is None or _is_stalled(facts, now, thresholds):
+        return False
+    return (now - _last_sign_of_life(facts)).total_seconds() > quiet_seconds(facts, thresholds)
+
+
+def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
+    if not _is_stopped(facts, now, thresholds):
         return None
-    last = max(moment for moment in (facts.latest_batch_at, facts.last_heard_at) if moment is not None)
-    silent = (now - last).total_seconds()
-    if silent <= quiet_seconds(facts, thresholds):
-        return None
+    last = _last_sign_of_life(facts)
     heard = (
         f" and no progress since {last:%Y-%m-%d %H:%M:%S} UTC"
         if facts.last_heard_at is not None
@@ -275,7 +293,7 @@ def _idle(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Conditio
         return None
     # Progress after the newest batch with no input rows: Spark's idle event (3.5+) or an empty
     # trigger (older versions). A no-data batch of a stateful query reports before its batch time.
-    if facts.last_heard_at <= facts.latest_batch_at or _stopped(facts, now, thresholds) is not None:
+    if facts.last_heard_at <= facts.latest_batch_at or _is_stopped(facts, now, thresholds):
         return None
     return Condition(
         State.IDLE,

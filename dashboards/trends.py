@@ -43,41 +43,43 @@ class Trend:
         return max(value for _, value in self.points)
 
 
-def duration_trends(checkpoints: Iterable, *, now: datetime) -> dict[int, Trend]:
-    """Checkpoint id -> its Trend, for the checkpoints with progress in the last TREND_MINUTES.
+def duration_trends(checkpoints: Iterable[dict], *, now: datetime) -> dict[int, Trend]:
+    """Checkpoint id -> its Trend, for the checkpoints (the list's rows: id, query_id and
+    latest_batch_id) with progress in the last TREND_MINUTES.
 
     Kept in the shared cache for the rest of the minute, per page of checkpoints and their latest
     batches: the list refreshes every 10 s, and a trend's points are whole minutes.
     """
     checkpoints = list(checkpoints)
     minute = now.replace(second=0, microsecond=0)
-    version = (minute.isoformat(), tuple((c.pk, c.query_id, c.latest_batch_id) for c in checkpoints))
+    version = (minute.isoformat(), tuple((c["id"], c["query_id"], c["latest_batch_id"]) for c in checkpoints))
     digest = hashlib.blake2b(repr(version).encode(), digest_size=16).hexdigest()
     return cache.get_or_set(f"trends:{digest}", lambda: _read_trends(checkpoints, minute=minute), TREND_CACHE_SECONDS)
 
 
-def _read_trends(checkpoints: list, *, minute: datetime) -> dict[int, Trend]:
+def _read_trends(checkpoints: list[dict], *, minute: datetime) -> dict[int, Trend]:
     """Checkpoints that share a query id (a copy) go to separate statements, one per copy: a page
     normally needs one."""
     rounds: list[dict[int, object]] = []
     for checkpoint in checkpoints:
-        if checkpoint.query_id is None or checkpoint.latest_batch_id is None:
+        query = checkpoint["query_id"]
+        if query is None or checkpoint["latest_batch_id"] is None:
             continue
-        free = next((batch for batch in rounds if checkpoint.query_id not in batch), None)
+        free = next((batch for batch in rounds if query not in batch), None)
         if free is None:
             rounds.append(free := {})
-        free[checkpoint.query_id] = checkpoint
+        free[query] = checkpoint
     trends = {}
     for batch in rounds:
         trends.update(_trends_of(batch, start=minute - timedelta(minutes=TREND_MINUTES)))
     return trends
 
 
-def _trends_of(by_query: dict[int, object], *, start: datetime) -> dict[int, Trend]:
+def _trends_of(by_query: dict[int, dict], *, start: datetime) -> dict[int, Trend]:
     own_batches = reduce(
         or_,
         (
-            Q(query_id=query, batch_id__gt=checkpoint.latest_batch_id - TREND_MAX_BATCHES, batch_id__lte=checkpoint.latest_batch_id)
+            Q(query_id=query, batch_id__gt=checkpoint["latest_batch_id"] - TREND_MAX_BATCHES, batch_id__lte=checkpoint["latest_batch_id"])
             for query, checkpoint in by_query.items()
         ),
     )
@@ -91,4 +93,4 @@ def _trends_of(by_query: dict[int, object], *, start: datetime) -> dict[int, Tre
     points: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for row in rows:
         points[row["query_id"]].append((int((row["minute"] - start).total_seconds() // 60), float(row["duration"])))
-    return {by_query[query].pk: Trend(tuple(values), TREND_MINUTES) for query, values in points.items()}
+    return {by_query[query]["id"]: Trend(tuple(values), TREND_MINUTES) for query, values in points.items()}

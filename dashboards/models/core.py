@@ -5,14 +5,14 @@ QuerySet methods below.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone as dt_timezone
 from typing import Any
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import connections, models
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -101,10 +101,52 @@ def _seconds(milliseconds: int | None) -> float | None:
     return None if milliseconds is None else milliseconds / 1000
 
 
+# What the checkpoint list shows of a checkpoint besides the health model's figures.
+LIST_FIELDS = ("id", "name", "url", "query_id", "last_inspected_at", "state_rows", "state_bytes", "state_providers", "finding_warning_count")
+# The columns and CheckpointQuerySet.with_status_facts annotations the health model reads.
+STATUS_FACT_FIELDS = (
+    "is_enabled", "root_problem", "sync_interval_seconds", "last_synced_at", "last_sync_status", "last_sync_message",
+    "open_issue_count", "finding_error_count", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
+    "expected_trigger_seconds", "trigger_interval_ms", "typical_gap_ms", "recent_batch_duration_ms", "recent_input_rate",
+    "recent_process_rate", "last_heard_at", "last_heard_input_rows", "last_idle_at",
+)
+
+
+def status_facts_of(row: Mapping[str, Any]) -> StatusFacts:
+    """The health model's input from a checkpoint's STATUS_FACT_FIELDS: a model instance's or a
+    plain row's (CheckpointQuerySet.status_list_rows), so both are judged alike."""
+    return StatusFacts(
+        is_enabled=row["is_enabled"],
+        root_problem=row["root_problem"],
+        sync_interval_seconds=row["sync_interval_seconds"],
+        last_synced_at=row["last_synced_at"],
+        last_sync_failed=row["last_sync_status"] == SyncRun.Status.FAILED,
+        last_sync_message=row["last_sync_message"] or "",
+        unreadable_files=row["open_issue_count"],
+        error_findings=row["finding_error_count"],
+        latest_batch_id=row["latest_batch_id"],
+        latest_batch_at=row["latest_batch_at"],
+        latest_committed_batch_id=row["latest_committed_batch_id"],
+        trigger_interval_seconds=row["expected_trigger_seconds"] or _seconds(row["trigger_interval_ms"]),
+        typical_gap_seconds=_seconds(row["typical_gap_ms"]),
+        recent_batch_duration_seconds=_seconds(row["recent_batch_duration_ms"]),
+        recent_input_rate=row["recent_input_rate"],
+        recent_process_rate=row["recent_process_rate"],
+        **_last_heard(row["last_heard_at"], row["last_heard_input_rows"], row["last_idle_at"]),
+    )
+
+
 class CheckpointQuerySet(models.QuerySet):
     def for_status_list(self) -> CheckpointQuerySet:
         """Every checkpoint with the columns and annotations the list and the health model need."""
         return self.active().with_status_facts().select_related("query").defer("sync_lease_owner", "sync_lease_until")
+
+    def status_list_rows(self) -> CheckpointQuerySet:
+        """The list's rows as plain dicts: the health model's figures (STATUS_FACT_FIELDS) and what
+        the list shows, filters and sorts on. No model instances: 1,000 of them cost more than the query."""
+        return self.active().with_status_facts().values(
+            *STATUS_FACT_FIELDS, *LIST_FIELDS, query_name=F("query__name"), query_uuid=F("query__query_id")
+        )
 
     def active(self) -> CheckpointQuerySet:
         """Checkpoints not archived: the ones synced, listed and exported to /metrics."""
@@ -299,25 +341,8 @@ class Checkpoint(models.Model):
 
     def status_facts(self) -> StatusFacts:
         """The health model's input; the row must come from CheckpointQuerySet.with_status_facts."""
-        return StatusFacts(
-            is_enabled=self.is_enabled,
-            root_problem=self.root_problem,
-            sync_interval_seconds=self.sync_interval_seconds,
-            last_synced_at=self.last_synced_at,
-            last_sync_failed=self.last_sync_status == SyncRun.Status.FAILED,
-            last_sync_message=self.last_sync_message or "",
-            unreadable_files=self.open_issue_count,
-            error_findings=self.finding_error_count,
-            latest_batch_id=self.latest_batch_id,
-            latest_batch_at=self.latest_batch_at,
-            latest_committed_batch_id=self.latest_committed_batch_id,
-            trigger_interval_seconds=self.expected_trigger_seconds or _seconds(self.trigger_interval_ms),
-            typical_gap_seconds=_seconds(self.typical_gap_ms),
-            recent_batch_duration_seconds=_seconds(self.recent_batch_duration_ms),
-            recent_input_rate=self.recent_input_rate,
-            recent_process_rate=self.recent_process_rate,
-            **_last_heard(self.last_heard_at, self.last_heard_input_rows, self.last_idle_at),
-        )
+        return status_facts_of({name: getattr(self, name) for name in STATUS_FACT_FIELDS})
+
     @property
     def is_archived(self) -> bool:
         return self.archived_at is not None

@@ -69,7 +69,7 @@ def _checkpoint_page_context(request: HttpRequest) -> dict:
     list_request = ListRequest.from_query(request.GET)
     now = timezone.now()
     result = build_list(
-        Checkpoint.objects.for_status_list(), list_request, now=now, thresholds=Thresholds.from_settings(settings)
+        Checkpoint.objects.status_list_rows(), list_request, now=now, thresholds=Thresholds.from_settings(settings)
     )
     # get_page turns a garbage ?page= into the first page and one past the end into the last.
     page = Paginator(result.rows, CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
