@@ -50,7 +50,7 @@ def nearest_rank(ordered: Sequence[float], fraction: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
-    run_id: UUID
+    run_id: UUID | None  # None: the batches of a chosen range, whatever their run
     started_at: datetime | None
     last_seen_at: datetime | None
     first_batch_id: int
@@ -70,23 +70,29 @@ class RunSummary:
 class RunsSection:
     runs: list[RunSummary]
     total_runs: int
+    chosen: RunSummary | None = None  # the batch range chosen for the charts, when one is
     window_batches: int = WINDOW_BATCHES
 
 
-def runs_section(checkpoint: Checkpoint) -> RunsSection:
-    """The checkpoint's newest RUNS_SHOWN runs, newest first (two or three index-range queries a run)."""
+def runs_section(checkpoint: Checkpoint, chosen_range: BatchRange | None = None) -> RunsSection:
+    """The checkpoint's newest RUNS_SHOWN runs, newest first (two or three index-range queries a
+    run), and the same figures over the batches of ``chosen_range`` when it bounds anything."""
     if checkpoint.query_id is None:
         return RunsSection([], 0)
-    own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **own)
+    ceiling = progress_ceiling(checkpoint)
+    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id"))
     # QueryRun.last_batch_id is the newest batch a run reported: the runs in the order they ran.
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
     newest = runs.order_by("-last_batch_id", "-pk")[:RUNS_SHOWN]
-    summaries = [_summary(run, progress.filter(run=run)) for run in newest]
-    return RunsSection([summary for summary in summaries if summary is not None], runs.count())
+    summaries = [_summary(progress.filter(run=run), run.run_id, run.started_at) for run in newest]
+    chosen = None
+    if chosen_range is not None and chosen_range.as_query():
+        in_range = BatchProgress.objects.filter(query_id=checkpoint.query_id, **chosen_range.capped_at(ceiling).lookups("batch_id"))
+        chosen = _summary(in_range, None, None)
+    return RunsSection([summary for summary in summaries if summary is not None], runs.count(), chosen)
 
 
-def _summary(run: QueryRun, progress) -> RunSummary | None:
+def _summary(progress, run_id: UUID | None, started_at: datetime | None) -> RunSummary | None:
     # Min and max of the indexed (run, batch_id) are its two ends: no scan of a long run.
     extent = progress.aggregate(first=Min("batch_id"), last=Max("batch_id"))
     if extent["first"] is None:
@@ -99,7 +105,7 @@ def _summary(run: QueryRun, progress) -> RunSummary | None:
     started = rows[0][0] if window_first == extent["first"] else progress.filter(batch_id=extent["first"]).values_list("timestamp", flat=True).first()
     _, durations, input_rates, process_rates = zip(*rows, strict=True)
     return RunSummary(
-        run_id=run.run_id, started_at=run.started_at or started, last_seen_at=rows[-1][0],
+        run_id=run_id, started_at=started_at or started, last_seen_at=rows[-1][0],
         first_batch_id=extent["first"], last_batch_id=extent["last"],
         batches=len(rows) if window_first == extent["first"] else None,
         window_first_batch_id=window_first,

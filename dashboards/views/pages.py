@@ -92,7 +92,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
         "runtime": runtime_section(checkpoint),
-        "runs": runs_section(checkpoint),
+        "runs": runs_section(checkpoint, BatchRange.from_query(request.GET)),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),

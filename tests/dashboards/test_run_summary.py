@@ -115,3 +115,18 @@ def _epoch(text: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_batch_range_chosen_for_the_charts_gets_its_own_row_across_runs(viewer_client, restarted):
+    checkpoint, report = restarted
+    chosen = [fields for fields in report if 5 <= fields["batchId"] <= 10]  # three batches of each run
+    durations = sorted(fields["batchDuration"] for fields in chosen)
+
+    page = viewer_client.get(checkpoint.get_absolute_url() + "?from=5&to=10").content.decode()
+    start = page.index('id="runs-chosen-range"')
+    text = " ".join(re.sub(r"<[^>]+>", " ", page[start:page.index("</tr>", start)]).split())
+
+    assert "(5 to 10), every run" in text and "5 – 10 (6)" in text, text
+    # 6 batches: the median by nearest rank is the 3rd, the 95th percentile the 6th.
+    assert f"{durations[0]} ms / {durations[2]} ms / {durations[5]} ms / {durations[5]} ms" in text, text
+    assert 'id="runs-chosen-range"' not in viewer_client.get(checkpoint.get_absolute_url()).content.decode()
