@@ -10,7 +10,7 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    figures a sync stores, and a spread of states: running, stopped, stalled, falling behind,
    failing to sync, damaged, copies of a query. ANALYZE.
 2. Starts gunicorn and logs one session in.
-3. Server side: keeps the list busy with wrk from one connection for ``--seconds`` per variant
+3. Server side: keeps the list busy with wrk (or ``--client python``) from one connection for ``--seconds`` per variant
    (the default order, each status filter, each sort, provider, scheme, findings, a search) and
    prints requests, p50, p95 and p99.
 4. In Debian's chromium (Playwright), times a visit of the list to the table drawn
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.load import _percentile, _recreate_database, _start, _stop, cookie_header, logged_in_session
 from bench.pages_at_scale import PASSWORD, USER, _empty_cache, _environment, _wait_for, migrate_with_user
-from bench.wrk import require_wrk, run_wrk
+from bench.wrk import require_wrk, run_one_client, run_wrk
 
 CHROMIUM = "/usr/bin/chromium"
 FILL_SQL = (
@@ -135,6 +135,8 @@ def main() -> None:
     parser.add_argument("--visits", type=int, default=10)
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8767)
+    parser.add_argument("--client", choices=("wrk", "python"), default="wrk",
+                        help="wrk, or one Python client back to back where wrk is not installed (bench/wrk.py run_one_client)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/5", help="Redis database emptied and used as the shared cache")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -147,11 +149,15 @@ def main() -> None:
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
-        require_wrk()
+        if args.client == "wrk":
+            require_wrk()
         cookie = cookie_header(logged_in_session(base, USER, PASSWORD))
         print(f"\n{'list variant':<24} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
         for name, path in VARIANTS.items():
-            row = run_wrk(base + path, connections=1, seconds=args.seconds, headers={"Cookie": cookie})
+            if args.client == "wrk":
+                row = run_wrk(base + path, connections=1, seconds=args.seconds, headers={"Cookie": cookie})
+            else:
+                row = run_one_client(base + path, seconds=args.seconds, headers={"Cookie": cookie})
             print(f"{name:<24} {row['requests']:>9} {row['errors']:>7} {row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}")
         visits = _browser_visits(base, args.visits)
         print(f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "

@@ -43,3 +43,35 @@ def run_wrk(url: str, *, connections: int, seconds: int, headers: dict[str, str]
     """Keep ``connections`` requests of ``url`` in flight for ``seconds``; wrk's figures as a dict."""
     command = wrk_command(url, connections=connections, seconds=seconds, headers=headers)
     return wrk_figures(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+
+
+def run_one_client(url: str, *, seconds: int, headers: dict[str, str]) -> dict:
+    """One Python client asking for ``url`` back to back for ``seconds``: wrk's figures without wrk.
+
+    For one connection only (the threads' contention above does not arise); the client's own
+    CPU, about a millisecond a request, runs on the server's cores as wrk's does.
+    """
+    import http.client
+    import time
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    milliseconds, errors = [], 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        sent = time.perf_counter()
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        milliseconds.append((time.perf_counter() - sent) * 1000)
+        errors += response.status >= 400
+    ordered = sorted(milliseconds)
+    return {"requests": len(ordered), "errors": errors, "p50_ms": _nearest_rank(ordered, .5), "p95_ms": _nearest_rank(ordered, .95),
+            "p99_ms": _nearest_rank(ordered, .99), "max_ms": ordered[-1], "seconds": time.perf_counter() - started}
+
+
+def _nearest_rank(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
