@@ -11,7 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboards.models import BatchProgress, Checkpoint, Finding, StreamingQuery, SyncIssue, SyncRun
+from dashboards.models import BatchProgress, Checkpoint, Finding, QueryRun, StreamingQuery, SyncIssue, SyncRun
+from dashboards.models.core import status_facts_of
 
 pytestmark = pytest.mark.django_db
 
@@ -193,6 +194,25 @@ def test_a_failed_last_sync_and_unreadable_files_show_as_failing_to_sync(viewer_
 
     assert statuses_shown(html) == {"broken": "failing-to-sync", "unreadable": "failing-to-sync"}
     assert "the last sync failed: s3://x: connection refused" in html and "1 file cannot be read" in html
+
+
+def test_the_lists_plain_rows_give_the_health_model_what_the_query_page_gives_it():
+    """The list reads rows, the query page and /metrics model instances: the same facts from both."""
+    query = StreamingQuery.objects.create(query_id=uuid.uuid4())
+    now = timezone.now()
+    checkpoint = live("orders", query=query, expected_trigger_seconds=7, trigger_interval_ms=5_000, recent_batch_duration_ms=900)
+    SyncRun.objects.create(checkpoint=checkpoint, finished_at=now, status=SyncRun.Status.FAILED, message="refused")
+    SyncIssue.objects.create(checkpoint=checkpoint, path="offsets/3", error_type="CorruptFileError", reason="r")
+    Finding.objects.create(checkpoint=checkpoint, code="c", path="p", severity=Finding.Severity.ERROR, message="m")
+    BatchProgress.objects.create(query=query, batch_id=10, timestamp=now - timedelta(seconds=9), origin="listener", num_input_rows=4)
+    QueryRun.objects.create(query=query, run_id=uuid.uuid4(), last_batch_id=11, last_idle_at=now - timedelta(seconds=1))
+
+    [row] = Checkpoint.objects.status_list_rows()
+    from_row, from_instance = status_facts_of(row), Checkpoint.objects.with_status_facts().get().status_facts()
+
+    assert from_row == from_instance
+    assert (from_row.last_sync_failed, from_row.unreadable_files, from_row.error_findings) == (True, 1, 1)
+    assert (from_row.trigger_interval_seconds, from_row.last_heard_at, from_row.last_heard_input_rows) == (7, now - timedelta(seconds=1), 0)
 
 
 def test_the_empty_list_says_how_to_register_a_checkpoint(client, operator_user):
