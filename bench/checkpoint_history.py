@@ -11,6 +11,7 @@ Command line (a 1M-batch history takes about 2M files and 8 GB of 4 KB blocks)::
 
     .venv/bin/python -m bench.checkpoint_history DIR --batches 1000000 --state-partitions 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,7 +79,9 @@ def write_state_partitions(target: Path, partitions: int, source: Path = TEMPLAT
     return sources
 
 
-def write_state_history(target: Path, partitions: int, latest_version: int, *, retained: int = 100, source: Path = TEMPLATE_CHECKPOINT) -> None:
+def write_state_history(
+    target: Path, partitions: int, latest_version: int, *, retained: int = 100, source: Path = TEMPLATE_CHECKPOINT
+) -> None:
     """State of ``partitions`` partitions at ``latest_version``, as Spark leaves it after cleanup.
 
     Each partition keeps the last ``retained`` versions: a snapshot at the oldest one and a delta
@@ -103,7 +106,9 @@ def write_state_history(target: Path, partitions: int, latest_version: int, *, r
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Write a long checkpoint history copied from a PySpark-written fixture.")
+    parser = argparse.ArgumentParser(
+        description="Write a long checkpoint history copied from a PySpark-written fixture."
+    )
     parser.add_argument("target", type=Path)
     parser.add_argument("--batches", type=int, default=100_000)
     parser.add_argument("--state-partitions", type=int, default=0)

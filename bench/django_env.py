@@ -1,4 +1,5 @@
 """Django for a benchmark: the project's settings on a fresh SQLite database in the work dir."""
+
 from __future__ import annotations
 
 import os

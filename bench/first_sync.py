@@ -13,6 +13,7 @@ Usage (from the repository root)::
    the sync began (Django, the project and the migrated database loaded).
 4. Prints the best of each and the ratio sync/cat (target <= 3), and the peak RSS (target <= 300 MB).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,14 @@ def _child(workdir: Path, directory: Path, run: int) -> None:
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures = {
-        "seconds": elapsed, "peak_rss_kb": peak, "rss_before_kb": before, "batches": sync.new_batches,
-        "list": sync.list_calls, "info": sync.info_calls, "read": sync.read_calls, "status": sync.status,
+        "seconds": elapsed,
+        "peak_rss_kb": peak,
+        "rss_before_kb": before,
+        "batches": sync.new_batches,
+        "list": sync.list_calls,
+        "info": sync.info_calls,
+        "read": sync.read_calls,
+        "status": sync.status,
     }
     print(json.dumps(figures))
 

@@ -16,6 +16,7 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
 4. In Debian's chromium (Playwright), times a visit of the list to the table drawn
    (``--visits`` visits, first with an empty cache) and prints the median and range.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,7 +98,9 @@ def _fill(args: argparse.Namespace) -> None:
         for sql in FILL_SQL:
             cursor.execute(sql, values)
     total = args.checkpoints * args.batches_each
-    print(f"{args.checkpoints:,} checkpoints, {total:,} batches and progress events written in {time.perf_counter() - started:.0f} s")
+    print(
+        f"{args.checkpoints:,} checkpoints, {total:,} batches and progress events written in {time.perf_counter() - started:.0f} s"
+    )
 
 
 def _browser_visits(base: str, visits: int) -> list[float]:
@@ -108,7 +111,13 @@ def _browser_visits(base: str, visits: int) -> list[float]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{base}/login/")
@@ -135,17 +144,33 @@ def main() -> None:
     parser.add_argument("--visits", type=int, default=10)
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8767)
-    parser.add_argument("--client", choices=("wrk", "python"), default="wrk",
-                        help="wrk, or one Python client back to back where wrk is not installed (bench/wrk.py run_one_client)")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/5", help="Redis database emptied and used as the shared cache")
+    parser.add_argument(
+        "--client",
+        choices=("wrk", "python"),
+        default="wrk",
+        help="wrk, or one Python client back to back where wrk is not installed (bench/wrk.py run_one_client)",
+    )
+    parser.add_argument(
+        "--redis-url", default="redis://127.0.0.1:6379/5", help="Redis database emptied and used as the shared cache"
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     _recreate_database(args.database_url)
     _fill(args)
     _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
-    gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}",
-                "--workers", str(args.gunicorn_workers), "--timeout", "120"]
+    gunicorn = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ckptweb.wsgi",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        str(args.gunicorn_workers),
+        "--timeout",
+        "120",
+    ]
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
@@ -158,10 +183,14 @@ def main() -> None:
                 row = run_wrk(base + path, connections=1, seconds=args.seconds, headers={"Cookie": cookie})
             else:
                 row = run_one_client(base + path, seconds=args.seconds, headers={"Cookie": cookie})
-            print(f"{name:<24} {row['requests']:>9} {row['errors']:>7} {row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}")
+            print(
+                f"{name:<24} {row['requests']:>9} {row['errors']:>7} {row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+            )
         visits = _browser_visits(base, args.visits)
-        print(f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
-              f"median {statistics.median(visits):.0f} ms, p95 {_percentile(visits, .95):.0f} ms, max {max(visits):.0f} ms")
+        print(
+            f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
+            f"median {statistics.median(visits):.0f} ms, p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
+        )
     finally:
         _stop([server])
 

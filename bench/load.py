@@ -24,6 +24,7 @@ Usage (from the repository root; PostgreSQL and Redis as in the README's test co
    rate, and for the syncs: the largest and median gap between two syncs of one checkpoint during
    the measurement, and how many checkpoints went more than 1.5 intervals without a sync.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,7 +90,6 @@ def _setup(args: argparse.Namespace) -> str:
     django.setup()
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
-
     from rest_framework.authtoken.models import Token
 
     from dashboards.models import Checkpoint
@@ -111,7 +111,9 @@ def _store_progress(batches: int) -> None:
 
 
 def _start(command: list[str], env: dict[str, str], log: Path, *, cwd: Path = REPO_DIR) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def _stop(processes: list[subprocess.Popen]) -> None:
@@ -158,7 +160,8 @@ def logged_in_session(base: str, username: str, password: str) -> requests.Sessi
     session = requests.Session()
     session.get(f"{base}/login/")
     response = session.post(
-        f"{base}/login/", data={"username": username, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        f"{base}/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
         allow_redirects=False,
     )
     if response.status_code != 302:
@@ -171,17 +174,26 @@ def cookie_header(session: requests.Session) -> str:
     return "; ".join(f"{name}={value}" for name, value in session.cookies.items())
 
 
-def _run_users(args: argparse.Namespace, base: str, checkpoint_ids: list[int], *, token: str, list_pages: int) -> dict[str, dict]:
+def _run_users(
+    args: argparse.Namespace, base: str, checkpoint_ids: list[int], *, token: str, list_pages: int
+) -> dict[str, dict]:
     """``--users`` connections for ``--seconds``, shared out over the kinds of page; wrk's figures per kind."""
     cookie = cookie_header(logged_in_session(base, "load", PASSWORD))
     running = {}
     for number, page in enumerate(PAGES):
         connections = args.users // len(PAGES) + (number < args.users % len(PAGES))
         paths_file = args.workdir / f"paths-{page}.txt"
-        paths_file.write_text("\n".join(_paths(page, checkpoint_ids, batches=args.batches, list_pages=list_pages)) + "\n")
+        paths_file.write_text(
+            "\n".join(_paths(page, checkpoint_ids, batches=args.batches, list_pages=list_pages)) + "\n"
+        )
         headers = {"Authorization": f"Token {token}"} if page.startswith("api-") else {"Cookie": cookie}
-        command = wrk_command(base + "/", connections=connections, seconds=args.seconds, headers=headers, paths_file=paths_file)
-        running[page] = (connections, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        command = wrk_command(
+            base + "/", connections=connections, seconds=args.seconds, headers=headers, paths_file=paths_file
+        )
+        running[page] = (
+            connections,
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        )
     figures = {}
     for page, (connections, process) in running.items():
         output, _ = process.communicate(timeout=args.seconds + 120)
@@ -209,11 +221,15 @@ def _percentile(values: list[float], fraction: float) -> float:
 def _report(figures: dict[str, dict], seconds: float) -> None:
     print(f"\n{'page':<13} {'clients':>7} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for page, row in figures.items():
-        print(f"{page:<13} {row['connections']:>7} {row['requests']:>9} {row['errors']:>7} "
-              f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}")
+        print(
+            f"{page:<13} {row['connections']:>7} {row['requests']:>9} {row['errors']:>7} "
+            f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+        )
     requests_done = sum(row["requests"] for row in figures.values())
     errors = sum(row["errors"] for row in figures.values())
-    print(f"throughput {requests_done / seconds:.1f} requests/s; errors {errors}; error rate {errors / max(1, requests_done):.4f}")
+    print(
+        f"throughput {requests_done / seconds:.1f} requests/s; errors {errors}; error rate {errors / max(1, requests_done):.4f}"
+    )
 
 
 def _sync_gaps(since, until, interval: int) -> None:
@@ -225,7 +241,8 @@ def _sync_gaps(since, until, interval: int) -> None:
     for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
         starts = list(
             SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__gte=since, started_at__lte=until)
-            .order_by("started_at").values_list("started_at", flat=True)
+            .order_by("started_at")
+            .values_list("started_at", flat=True)
         )
         edges = [since, *starts, until]
         gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
@@ -233,8 +250,12 @@ def _sync_gaps(since, until, interval: int) -> None:
     runs = SyncRun.objects.filter(started_at__gte=since, started_at__lte=until)
     durations = runs.exclude(finished_at__isnull=True).aggregate(first=Min("started_at"), last=Max("finished_at"))
     failed = runs.exclude(status__in=["ok", "partial"]).count()
-    print(f"syncs during the measurement: {runs.count()} ({failed} not ok), {durations['first']} .. {durations['last']}")
-    print(f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); median {statistics.median(gaps):.1f} s")
+    print(
+        f"syncs during the measurement: {runs.count()} ({failed} not ok), {durations['first']} .. {durations['last']}"
+    )
+    print(
+        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); median {statistics.median(gaps):.1f} s"
+    )
     print(f"checkpoints with a gap over 1.5 intervals: {late} of {len(gaps)}")
 
 
@@ -265,11 +286,33 @@ def main() -> None:
     token = _setup(args)
     env = _environment(args)
     celery = [sys.executable, "-m", "celery", "-A", "ckptweb"]
-    processes = [_start([*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")], env, args.workdir / "beat.log")]
+    processes = [
+        _start(
+            [*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")],
+            env,
+            args.workdir / "beat.log",
+        )
+    ]
     for number in range(args.workers):
-        command = [*celery, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", "-n", f"load{number}@%h"]
+        command = [
+            *celery,
+            "worker",
+            f"--concurrency={args.concurrency}",
+            "--loglevel=WARNING",
+            "-n",
+            f"load{number}@%h",
+        ]
         processes.append(_start(command, env, args.workdir / f"worker{number}.log"))
-    gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers)]
+    gunicorn = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ckptweb.wsgi",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        str(args.gunicorn_workers),
+    ]
     processes.append(_start(gunicorn, env, args.workdir / "gunicorn.log"))
     try:
         print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")

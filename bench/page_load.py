@@ -19,6 +19,7 @@ Usage (from the repository root; Debian's chromium)::
    DevTools' throttling); by default the loopback is used as it is.
 4. Prints the median and range of each figure per checkout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,13 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURE = REPO_DIR / "tests" / "fixtures" / "file_source_dedup"
 SECRET_KEY = "page-load-bench-only"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SERVER_START_TIMEOUT_SECONDS = 60
 VISIT_TIMEOUT_MS = 60_000
 # Notes the browser time (ms since the navigation started) when every chart of the page is drawn.
@@ -99,7 +106,9 @@ def _prepare_database(workdir: Path) -> tuple[str, dict[str, str]]:
     shutil.rmtree(base, ignore_errors=True)
     shutil.copytree(FIXTURE, base)
     Checkpoint.objects.filter(name="dedup").delete()
-    checkpoint = Checkpoint.objects.create(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
+    checkpoint = Checkpoint.objects.create(
+        name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output")
+    )
     sync_checkpoint(checkpoint.pk)
     for progress in json.loads((base / "spark-report.json").read_text())["progress"]:
         BatchProgress.objects.store(progress_from_dict(progress, source="spark-report.json"), origin="listener")
@@ -112,7 +121,12 @@ def _prepare_database(workdir: Path) -> tuple[str, dict[str, str]]:
 
 def _start_server(repo: Path, environment: dict[str, str], port: int, log: Path) -> subprocess.Popen:
     """collectstatic and gunicorn from ``repo``; return once it answers."""
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "--clear", "--verbosity=0"], cwd=repo, env=environment, check=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--clear", "--verbosity=0"],
+        cwd=repo,
+        env=environment,
+        check=True,
+    )
     command = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     server = _start(command, environment, log, cwd=repo)
     try:
@@ -154,10 +168,15 @@ def _first_and_repeat_visit(browser, url: str, session: dict[str, str], args: ar
     if args.mbps:
         devtools = context.new_cdp_session(page)
         devtools.send("Network.enable")
-        devtools.send("Network.emulateNetworkConditions", {
-            "offline": False, "latency": args.rtt_ms,
-            "downloadThroughput": args.mbps * 125_000, "uploadThroughput": args.mbps * 125_000,
-        })
+        devtools.send(
+            "Network.emulateNetworkConditions",
+            {
+                "offline": False,
+                "latency": args.rtt_ms,
+                "downloadThroughput": args.mbps * 125_000,
+                "uploadThroughput": args.mbps * 125_000,
+            },
+        )
     try:
         return _visit(page, url), _visit(page, url)
     finally:
@@ -177,15 +196,21 @@ def _report(labels: list[str], first: dict[str, list], repeat: dict[str, list]) 
     print("|---|---|---|---|---|---|")
     for label in labels:
         for visit, figures in (("first", first[label]), ("repeat", repeat[label])):
-            print(f"| {label} | {visit} | " + " | ".join(
-                _summary(figures, key) for key in ("done_ms", "first_paint_ms", "dom_ready_ms", "transferred_bytes")
-            ) + " |")
+            print(
+                f"| {label} | {visit} | "
+                + " | ".join(
+                    _summary(figures, key) for key in ("done_ms", "first_paint_ms", "dom_ready_ms", "transferred_bytes")
+                )
+                + " |"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument("--repo", type=Path, action="append", required=True, help="a ckptweb checkout to serve (repeatable)")
+    parser.add_argument(
+        "--repo", type=Path, action="append", required=True, help="a ckptweb checkout to serve (repeatable)"
+    )
     parser.add_argument("--visits", type=int, default=15)
     parser.add_argument("--port", type=int, default=8750, help="the first checkout's port; the next ones count up")
     parser.add_argument("--mbps", type=float, default=0, help="emulated bandwidth in Mbit/s (0: the loopback as it is)")
@@ -201,7 +226,9 @@ def main() -> None:
         for index, (label, repo) in enumerate(zip(labels, args.repo)):
             port = args.port + index
             log = args.workdir / f"gunicorn-{index}.log"
-            servers.append(_start_server(repo.resolve(), _server_environment(args.workdir, f"server-{index}"), port, log))
+            servers.append(
+                _start_server(repo.resolve(), _server_environment(args.workdir, f"server-{index}"), port, log)
+            )
             urls[label] = f"http://127.0.0.1:{port}{path}"
         first: dict[str, list] = {label: [] for label in labels}
         repeat: dict[str, list] = {label: [] for label in labels}

@@ -15,6 +15,7 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    (bench/wrk.py; Debian's package) and prints requests, errors and p50/p95/p99 per page; then,
    as a running query adds ``--live-batches`` batches one by one, the charts after each.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,8 +103,12 @@ def _fill(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with connection.cursor() as cursor:
         for sql in FILL_SQL:
-            cursor.execute(sql, {"checkpoint": checkpoint.pk, "query": query.pk, "start": START_MS, "last": args.batches - 1})
-    Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=args.batches - 1, latest_committed_batch_id=args.batches - 2)
+            cursor.execute(
+                sql, {"checkpoint": checkpoint.pk, "query": query.pk, "start": START_MS, "last": args.batches - 1}
+            )
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(
+        latest_batch_id=args.batches - 1, latest_committed_batch_id=args.batches - 2
+    )
     print(f"{args.batches:,} batches written in {time.perf_counter() - started:.0f} s")
     return checkpoint.pk
 
@@ -125,7 +130,9 @@ LIVE_BATCH_SQL = (
 )
 
 
-def _live_batches(base: str, session: requests.Session, checkpoint: int, batches: int, count: int) -> dict[str, list[float]]:
+def _live_batches(
+    base: str, session: requests.Session, checkpoint: int, batches: int, count: int
+) -> dict[str, list[float]]:
     """Add ``count`` batches one by one; after each, time each chart once (its cache was keyed on the old batches)."""
     from django.db import connection
 
@@ -183,8 +190,10 @@ def _time_once(base: str, session: requests.Session, url: str) -> float:
 def _report(rows: list[tuple[str, int, dict]]) -> None:
     print(f"\n{'page':<18} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for page, clients, figures in rows:
-        print(f"{page:<18} {clients:>7} {figures['requests']:>8} {figures['errors']:>6} "
-              f"{figures['p50_ms']:>8.0f} {figures['p95_ms']:>8.0f} {figures['p99_ms']:>8.0f}")
+        print(
+            f"{page:<18} {clients:>7} {figures['requests']:>8} {figures['errors']:>6} "
+            f"{figures['p50_ms']:>8.0f} {figures['p95_ms']:>8.0f} {figures['p99_ms']:>8.0f}"
+        )
 
 
 def main() -> None:
@@ -196,17 +205,32 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
-    parser.add_argument("--live-batches", type=int, default=20, help="batches added one by one at the end, each followed by the charts")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/5",
-                        help="Redis database emptied and used as the shared cache ('' for a cache per gunicorn worker)")
+    parser.add_argument(
+        "--live-batches", type=int, default=20, help="batches added one by one at the end, each followed by the charts"
+    )
+    parser.add_argument(
+        "--redis-url",
+        default="redis://127.0.0.1:6379/5",
+        help="Redis database emptied and used as the shared cache ('' for a cache per gunicorn worker)",
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     _recreate_database(args.database_url)
     checkpoint = _fill(args)
     _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
-    gunicorn = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{args.port}",
-                "--workers", str(args.gunicorn_workers), "--timeout", "120"]
+    gunicorn = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ckptweb.wsgi",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        str(args.gunicorn_workers),
+        "--timeout",
+        "120",
+    ]
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
@@ -222,10 +246,15 @@ def main() -> None:
                 figures = run_wrk(base + url, connections=clients, seconds=args.seconds, headers={"Cookie": cookie})
                 rows.append((page, clients, figures))
         _report(rows)
-        print("\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items()))
+        print(
+            "\nfirst request of each page (empty caches), ms: "
+            + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items())
+        )
         live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
         for name, times in live.items():
-            print(f"{name} after each of {len(times)} new batches: p50 {_percentile(times, .5):.0f} ms, max {max(times):.0f} ms")
+            print(
+                f"{name} after each of {len(times)} new batches: p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
+            )
     finally:
         _stop([server])
 

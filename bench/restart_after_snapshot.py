@@ -150,8 +150,12 @@ def report(results: dict, writes: list[tuple[float, int]], deltas: int, args) ->
     trigger = {kind: statistics.median(r[1] for r in runs) for kind, runs in results.items()}
     print(f"{deltas} deltas per partition, {PARTITIONS} partitions, {args.keys} keys, median of {args.repeat}")
     for kind in results:
-        print(f"restart {kind:9s} wall {wall[kind]:6.2f} s   first batch triggerExecution {trigger[kind] / 1000:6.2f} s")
-    print(f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, batch {trigger['chain'] / trigger['snapshot']:.2f}x")
+        print(
+            f"restart {kind:9s} wall {wall[kind]:6.2f} s   first batch triggerExecution {trigger[kind] / 1000:6.2f} s"
+        )
+    print(
+        f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, batch {trigger['chain'] / trigger['snapshot']:.2f}x"
+    )
     print(f"our snapshot (plan + apply, {writes[0][1]} stores): median {statistics.median(w[0] for w in writes):.2f} s")
 
 

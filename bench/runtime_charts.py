@@ -15,6 +15,7 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    again (the cached answer), and a request after one new batch (the settled buckets come from the
    cache, the newest is read again); with the answer's size and the CPU time of this process.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,14 +80,28 @@ def _fill(batches: int):
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     checkpoint = Checkpoint.objects.create(name="long", url="/nowhere/long", query=query)
     per_run = batches // RUNS
-    runs = [QueryRun.objects.create(query=query, run_id=uuid.uuid4(), last_batch_id=min(batches, (k + 1) * per_run) - 1) for k in range(RUNS)]
+    runs = [
+        QueryRun.objects.create(query=query, run_id=uuid.uuid4(), last_batch_id=min(batches, (k + 1) * per_run) - 1)
+        for k in range(RUNS)
+    ]
     assert [run.pk for run in runs] == list(range(runs[0].pk, runs[0].pk + RUNS)), "run ids must be consecutive"
     started = time.perf_counter()
     with connection.cursor() as cursor:
         for sql in FILL_SQL:
-            cursor.execute(sql, {"checkpoint": checkpoint.pk, "query": query.pk, "start": START_MS, "last": batches - 1,
-                                 "first_run": runs[0].pk, "per_run": per_run})
-    Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=batches - 1, latest_committed_batch_id=batches - 2)
+            cursor.execute(
+                sql,
+                {
+                    "checkpoint": checkpoint.pk,
+                    "query": query.pk,
+                    "start": START_MS,
+                    "last": batches - 1,
+                    "first_run": runs[0].pk,
+                    "per_run": per_run,
+                },
+            )
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(
+        latest_batch_id=batches - 1, latest_committed_batch_id=batches - 2
+    )
     print(f"{batches:,} batches written in {time.perf_counter() - started:.0f} s")
     return checkpoint
 
@@ -98,9 +113,15 @@ def _add_batch(checkpoint, batch: int) -> None:
     from dashboards.models import BatchProgress, StateOperatorMetrics
 
     progress = BatchProgress.objects.create(
-        query_id=checkpoint.query_id, batch_id=batch, timestamp=datetime.fromtimestamp((START_MS + batch * 1000) / 1000, tz=UTC),
-        batch_duration_ms=420, duration_ms={"addBatch": 300}, num_input_rows=100, input_rows_per_second=100.0,
-        processed_rows_per_second=250.0, origin="listener",
+        query_id=checkpoint.query_id,
+        batch_id=batch,
+        timestamp=datetime.fromtimestamp((START_MS + batch * 1000) / 1000, tz=UTC),
+        batch_duration_ms=420,
+        duration_ms={"addBatch": 300},
+        num_input_rows=100,
+        input_rows_per_second=100.0,
+        processed_rows_per_second=250.0,
+        origin="listener",
     )
     StateOperatorMetrics.objects.create(progress=progress, operator_index=0, operator_name="dedupe", num_rows_total=1)
 
@@ -136,10 +157,14 @@ def main() -> None:
         figures["cached"].append(_timed(client, url))
         _add_batch(checkpoint, args.batches + repeat)
         figures["after a new batch"].append(_timed(client, url))
-    print(f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; load average {os.getloadavg()[0]:.1f})"
+    )
     for name, times in figures.items():
-        print(f"{name:<18} {statistics.median(t[0] for t in times):>8.0f} {statistics.median(t[1] for t in times):>8.0f} "
-              f"{statistics.median(t[2] for t in times):>9,}")
+        print(
+            f"{name:<18} {statistics.median(t[0] for t in times):>8.0f} {statistics.median(t[1] for t in times):>8.0f} "
+            f"{statistics.median(t[2] for t in times):>9,}"
+        )
 
 
 if __name__ == "__main__":

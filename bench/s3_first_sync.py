@@ -15,6 +15,7 @@ Usage (from the repository root)::
    time, the requests the server saw and the most it had in flight, and the ratio of the best
    times (one at a time / in flight).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ BUCKET = "bench"
 def _upload(client, directory: Path, prefix: str) -> int:
     files = [path for path in sorted(directory.rglob("*")) if path.is_file()]
     for path in files:
-        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes())
+        client.put_object(
+            Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes()
+        )
     return len(files)
 
 
@@ -53,8 +56,13 @@ def _first_sync(server: DelayedS3Server, url: str, name: str, in_flight: int) ->
     run = sync_checkpoint(checkpoint.pk)
     elapsed = time.perf_counter() - started
     return {
-        "seconds": elapsed, "requests": server.requests, "max_in_flight": server.max_in_flight,
-        "status": str(run.status), "batches": run.new_batches, "reads": run.read_calls, "lists": run.list_calls,
+        "seconds": elapsed,
+        "requests": server.requests,
+        "max_in_flight": server.max_in_flight,
+        "status": str(run.status),
+        "batches": run.new_batches,
+        "reads": run.read_calls,
+        "lists": run.list_calls,
     }
 
 
@@ -69,7 +77,11 @@ def main() -> None:
     for logger in ("werkzeug", "botocore"):  # a line per request otherwise
         logging.getLogger(logger).setLevel(logging.WARNING)
     server = DelayedS3Server().start()
-    for name, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "bench"),
+        ("AWS_SECRET_ACCESS_KEY", "bench"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
         os.environ[name] = value
     os.environ["CKPTWEB_S3_ENDPOINT_URL"] = server.endpoint
     setup_django(workdir, extra_roots=[f"s3://{BUCKET}"])
@@ -80,7 +92,9 @@ def main() -> None:
     history = workdir / f"history-{args.batches}"
     write_batches(history, range(args.batches), read_template())
     files = _upload(client, history, "history")
-    print(f"{args.batches} batches, {files} objects on s3://{BUCKET}/history; each request delayed {args.delay_ms:g} ms")
+    print(
+        f"{args.batches} batches, {files} objects on s3://{BUCKET}/history; each request delayed {args.delay_ms:g} ms"
+    )
     server.delay_seconds = args.delay_ms / 1000
 
     results: dict[int, list[dict]] = {1: [], REMOTE_READS_IN_FLIGHT: []}

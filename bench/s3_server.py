@@ -5,6 +5,7 @@ serves many requests at once. The delay (a sleep, which leaves the CPU to other 
 the round trip the cost, as it is on a real store; ``max_in_flight`` tells how many requests a
 client really had open together. Used by bench/s3_first_sync.py and tests/s3.
 """
+
 from __future__ import annotations
 
 import threading

@@ -21,6 +21,7 @@ Usage (from the repository root; Java 17, PySpark and Debian's chromium, about t
 It lives in bench/ because, like bench/load.py, it runs the whole system from outside and drives
 it as a user would; pipelines/ holds only PySpark code.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,7 +61,9 @@ def _copy_fixtures(checkpoints: Path) -> dict[str, tuple[Path, Path | None]]:
     """The extra checkpoints: name -> (checkpoint directory, sink output directory or None)."""
     stopped = shutil.copytree(FIXTURES / "killed_mid_batch", checkpoints / "killed_mid_batch")
     damaged = shutil.copytree(FIXTURES / "windowed_agg_file_sink", checkpoints / "damaged_offsets")
-    newest = max((damaged / "checkpoint" / "offsets").iterdir(), key=lambda path: int(path.name) if path.name.isdigit() else -1)
+    newest = max(
+        (damaged / "checkpoint" / "offsets").iterdir(), key=lambda path: int(path.name) if path.name.isdigit() else -1
+    )
     newest.write_bytes(newest.read_bytes()[:25])  # cut inside the first JSON line
     finished = shutil.copytree(FIXTURES / "rocksdb_changelog_agg", checkpoints / "rocksdb_agg_stopped")
     return {
@@ -86,10 +89,14 @@ def _wait_until_synced(demo_dir: Path, batches: int) -> None:
     while time.monotonic() < deadline:
         checkpoints = list(Checkpoint.objects.all())
         running = [c for c in checkpoints if Path(c.url.removeprefix("file://")).is_relative_to(demo_dir)]
-        if running and all(c.last_synced_at for c in checkpoints) and all(
-            c.batches.filter(is_committed=True).count() >= batches
-            and BatchProgress.objects.for_query(c.query_id).count() >= batches // 2
-            for c in running
+        if (
+            running
+            and all(c.last_synced_at for c in checkpoints)
+            and all(
+                c.batches.filter(is_committed=True).count() >= batches
+                and BatchProgress.objects.for_query(c.query_id).count() >= batches // 2
+                for c in running
+            )
         ):
             return
         time.sleep(2)
@@ -115,7 +122,9 @@ def _log_in(page, base_url: str) -> None:
 
 def _shoot(page, url: str, path: Path, *, height: int | None) -> None:
     page.goto(url, wait_until="load")
-    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every((chart) => chart.dataset.rendered)", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.chart')].every((chart) => chart.dataset.rendered)", timeout=60_000
+    )
     page.wait_for_timeout(500)  # Plotly's responsive resize after the last chart
     width = page.viewport_size["width"]
     clip = {"x": 0, "y": 0, "width": width, "height": height} if height else None
@@ -154,7 +163,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=REPO_DIR / "docs" / "images")
     parser.add_argument("--port", type=int, default=8760)
-    parser.add_argument("--batches", type=int, default=12, help="committed batches each demo query has before the pictures")
+    parser.add_argument(
+        "--batches", type=int, default=12, help="committed batches each demo query has before the pictures"
+    )
     parser.add_argument("--width", type=int, action="append", help="viewport width in px (repeatable; default 1400)")
     parser.add_argument("--height", type=int, default=2250, help="how much of the query page's top to keep, in px")
     args = parser.parse_args()
@@ -162,7 +173,9 @@ def main() -> None:
     (args.workdir / "checkpoints").mkdir(parents=True)
     environment = _demo_environment(args.workdir)
     base_url = f"http://127.0.0.1:{args.port}"
-    demo = _start([sys.executable, "manage.py", "demo", "--port", str(args.port)], environment, args.workdir / "demo.log")
+    demo = _start(
+        [sys.executable, "manage.py", "demo", "--port", str(args.port)], environment, args.workdir / "demo.log"
+    )
     try:
         wait_until_serving(base_url, DEMO_START_TIMEOUT_SECONDS, log=args.workdir / "demo.log")
         os.environ.update(environment)

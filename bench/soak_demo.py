@@ -17,6 +17,7 @@ Usage (from the repository root; no PostgreSQL or Redis: the embedded default is
    ``--grace`` seconds; a plan that reached a planned or refused state), the largest gap between
    two syncs of one checkpoint, and failed page loads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,9 @@ def _start_demo(args: argparse.Namespace) -> subprocess.Popen:
     env.update(CKPTWEB_DATA_DIR=str(args.workdir), CKPTWEB_CHECKPOINT_ROOTS=str(args.workdir / "checkpoints"))
     log = (args.workdir / "demo.log").open("w")
     command = [sys.executable, "manage.py", "demo", "--port", str(args.port)]
-    return subprocess.Popen(command, cwd=REPO_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        command, cwd=REPO_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def _wait_for_demo(args: argparse.Namespace, demo: subprocess.Popen) -> None:
@@ -87,14 +90,18 @@ def _session(base: str) -> requests.Session:
     session = requests.Session()
     page = session.get(f"{base}/login/")
     token = CSRF.search(page.text).group(1)
-    answer = session.post(f"{base}/login/", data={"username": DEMO_USER, "password": DEMO_PASSWORD, "csrfmiddlewaretoken": token})
+    answer = session.post(
+        f"{base}/login/", data={"username": DEMO_USER, "password": DEMO_PASSWORD, "csrfmiddlewaretoken": token}
+    )
     answer.raise_for_status()
     return session
 
 
 def _post(session: requests.Session, base: str, form_page: str, action: str, data: dict) -> requests.Response:
     token = CSRF.search(session.get(f"{base}{form_page}").text).group(1)
-    return session.post(f"{base}{action}", data={**data, "csrfmiddlewaretoken": token}, headers={"Referer": f"{base}{form_page}"})
+    return session.post(
+        f"{base}{action}", data={**data, "csrfmiddlewaretoken": token}, headers={"Referer": f"{base}{form_page}"}
+    )
 
 
 def _step(step: int, session: requests.Session, base: str, ids: list[int], tally: Tally) -> None:
@@ -111,8 +118,16 @@ def _step(step: int, session: requests.Session, base: str, ids: list[int], tally
         tally.sync_asks.append((checkpoint_id, asked))
     elif kind == 1:
         before = MaintenanceRun.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-        answer = _post(session, base, f"{page}maintenance/", f"{page}maintenance/request/", {"action": "purge", "keep_batches": "5"})
-        tally.plan_runs.extend(MaintenanceRun.objects.filter(pk__gt=before, checkpoint_id=checkpoint_id).values_list("pk", flat=True))
+        answer = _post(
+            session,
+            base,
+            f"{page}maintenance/",
+            f"{page}maintenance/request/",
+            {"action": "purge", "keep_batches": "5"},
+        )
+        tally.plan_runs.extend(
+            MaintenanceRun.objects.filter(pk__gt=before, checkpoint_id=checkpoint_id).values_list("pk", flat=True)
+        )
     else:
         answer = session.get(f"{base}{page}" if kind == 2 else f"{base}/")
     tally.pages += 1
@@ -126,15 +141,25 @@ def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: date
     log = (args.workdir / "demo.log").read_text(errors="replace")
     restarts = [line for line in log.splitlines() if line.startswith("demo: ")]
     worker_deaths = [line for line in restarts if "Celery worker" in line]
-    rejected = list((args.workdir / "broker" / "rejected").glob("*")) if (args.workdir / "broker" / "rejected").exists() else []
+    rejected = (
+        list((args.workdir / "broker" / "rejected").glob("*"))
+        if (args.workdir / "broker" / "rejected").exists()
+        else []
+    )
     queued = list((args.workdir / "broker" / "queue").glob("*.msg"))
     grace = timedelta(seconds=args.grace)
     lost_syncs = [
-        (checkpoint_id, asked) for checkpoint_id, asked in tally.sync_asks
-        if asked + grace < until and not SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__gte=asked, started_at__lte=asked + grace).exists()
+        (checkpoint_id, asked)
+        for checkpoint_id, asked in tally.sync_asks
+        if asked + grace < until
+        and not SyncRun.objects.filter(
+            checkpoint_id=checkpoint_id, started_at__gte=asked, started_at__lte=asked + grace
+        ).exists()
     ]
     unplanned = MaintenanceRun.objects.filter(pk__in=tally.plan_runs, status=MaintenanceRun.Status.PLANNING).count()
-    print(f"soaked {(until - since).total_seconds():.0f} s with {args.checkpoints} checkpoints at a {args.interval} s interval")
+    print(
+        f"soaked {(until - since).total_seconds():.0f} s with {args.checkpoints} checkpoints at a {args.interval} s interval"
+    )
     print(f"Celery worker deaths: {len(worker_deaths)}; all restarts by the demo: {len(restarts)}")
     for line in restarts:
         print(f"  {line}")
@@ -152,12 +177,18 @@ def _print_sync_gaps(since: datetime, until: datetime, interval: int) -> None:
 
     gaps = []
     for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
-        starts = list(SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__range=(since, until)).order_by("started_at").values_list("started_at", flat=True))
+        starts = list(
+            SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__range=(since, until))
+            .order_by("started_at")
+            .values_list("started_at", flat=True)
+        )
         edges = [since, *starts, until]
         gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
     runs = SyncRun.objects.filter(started_at__range=(since, until))
-    print(f"sync runs: {runs.count()} ({runs.exclude(status__in=['ok', 'partial']).count()} not ok); "
-          f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s)")
+    print(
+        f"sync runs: {runs.count()} ({runs.exclude(status__in=['ok', 'partial']).count()} not ok); "
+        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s)"
+    )
 
 
 def main() -> None:

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from bench.state_rows import VARIANTS, build_state, latest_version
-from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statefollow import read_state_keys
+from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import follow_delta, parse_state_keys
 from workers.checkpoint.staterows import read_state_size
 from workers.checkpoint.statesummary import StateConf
@@ -53,7 +53,9 @@ def follow_all(storage: CheckpointStorage, stores, version: int, keys_dir: Path)
         path = keys_dir / f"{store.partition}.keys"
         previous = parse_state_keys(path.read_bytes(), source=str(path))
         source = f"{store.path}/{version}.delta"
-        keys = follow_delta(previous, storage.read_bytes(source, max_bytes=None), version=version, source=source, codec=CONF.codec)
+        keys = follow_delta(
+            previous, storage.read_bytes(source, max_bytes=None), version=version, source=source, codec=CONF.codec
+        )
         temporary = path.with_suffix(".tmp")
         temporary.write_bytes(keys.to_bytes())
         temporary.replace(keys_dir / f"{store.partition}.next")
@@ -84,11 +86,15 @@ def main() -> int:
     keys_dir = workdir / "statekeys"
     keys_dir.mkdir(exist_ok=True)
     for store in stores:  # the key sets a previous sync kept, at V - 1 (not timed)
-        (keys_dir / f"{store.partition}.keys").write_bytes(read_state_keys(storage, store, version - 1, conf=CONF).to_bytes())
+        (keys_dir / f"{store.partition}.keys").write_bytes(
+            read_state_keys(storage, store, version - 1, conf=CONF).to_bytes()
+        )
 
     follow_s, followed = best_of(args.repeat, lambda: follow_all(storage, stores, version, keys_dir))
     floor_s, _ = best_of(args.repeat, lambda: key_sets_round_trip(stores, keys_dir))
-    cold_s, cold = best_of(args.repeat, lambda: sum(read_state_keys(storage, s, version, conf=CONF).rows for s in stores))
+    cold_s, cold = best_of(
+        args.repeat, lambda: sum(read_state_keys(storage, s, version, conf=CONF).rows for s in stores)
+    )
     count_s, counted = best_of(args.repeat, lambda: sum(read_state_size(storage, s, version).rows for s in stores))
     delta_bytes = sum((checkpoint / s.path / f"{version}.delta").stat().st_size for s in stores)
     print(f"state version {version}: {cold:,} rows in {len(stores)} partitions; the new deltas: {delta_bytes:,} bytes")

@@ -99,20 +99,31 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
 
     from pipelines.queries import build_session, stop_between_batches
 
-    spark = build_session("bench-state-rows", master="local[2]", conf={
-        "spark.sql.shuffle.partitions": str(PARTITIONS), "spark.driver.memory": "3g", **variant.conf,
-    })
+    spark = build_session(
+        "bench-state-rows",
+        master="local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": str(PARTITIONS),
+            "spark.driver.memory": "3g",
+            **variant.conf,
+        },
+    )
     events = (
         spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", rows_per_batch).option("numPartitions", 2)
-        .option("startTimestamp", 1_704_067_200_000).option("advanceMillisPerBatch", 10_000)
+        .option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", 2)
+        .option("startTimestamp", 1_704_067_200_000)
+        .option("advanceMillisPerBatch", 10_000)
         .load()
         .select(F.expr(variant.key_sql).alias("key"), "timestamp")
     )
     deduped = events.withWatermark("timestamp", "35 seconds").dropDuplicates(["key", "timestamp"])
     query = (
-        deduped.writeStream.format("noop").outputMode("append")
-        .option("checkpointLocation", str(checkpoint)).trigger(processingTime=variant.trigger).start()
+        deduped.writeStream.format("noop")
+        .outputMode("append")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=variant.trigger)
+        .start()
     )
     # The source never runs dry: stop after variant.batches commits (between batches if one ends
     # within 5 s). From batch 5 on every batch evicts one old batch's rows, so the state stays at
@@ -120,7 +131,12 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
     while query.isActive and _committed(checkpoint) < variant.batches:
         time.sleep(0.2)
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
-    while variant.needs_snapshot and query.isActive and _partitions_without_snapshot(checkpoint) and time.monotonic() < deadline:
+    while (
+        variant.needs_snapshot
+        and query.isActive
+        and _partitions_without_snapshot(checkpoint)
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.2)
     stop_between_batches(query, 5)
     spark.stop()
@@ -166,7 +182,9 @@ def snapshot_only_versions(checkpoint: Path) -> Versions:
     """
     committed, storage = _committed_version(checkpoint), CheckpointStorage(str(checkpoint))
     per_partition = {
-        store.partition: {f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot and f.version <= committed}
+        store.partition: {
+            f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot and f.version <= committed
+        }
         for store in list_state_store_dirs(storage)
     }
     missing = sorted(partition for partition, versions in per_partition.items() if not versions)
@@ -303,7 +321,9 @@ def ours_peak_memory_mib(checkpoint: Path, versions: Versions) -> tuple[float, f
 def describe_state(paths: list[Path], versions: Versions) -> str:
     kinds = sorted((p.name for p in paths if p.parent.name == "0"), key=lambda name: int(name.split(".")[0]))
     size = sum(p.stat().st_size for p in paths)
-    grouped = "; ".join(f"version {version}: partitions {partitions}" for version, partitions in partitions_by_version(versions).items())
+    grouped = "; ".join(
+        f"version {version}: partitions {partitions}" for version, partitions in partitions_by_version(versions).items()
+    )
     return f"{grouped}; partition 0 loads {kinds}; {len(paths)} files, {size / 1e6:.1f} MB compressed"
 
 
@@ -355,7 +375,9 @@ def add_spark_warm(cases: dict[str, Figures], repeat: int) -> None:
     for figures in cases.values():
         checkpoint, versions = figures.checkpoint, figures.versions
         spark_count(spark, checkpoint, versions)  # warm-up: JIT, class loading, file system caches
-        figures.seconds["spark warm"], (rows, key_chars) = best_of(repeat, lambda: spark_count(spark, checkpoint, versions))
+        figures.seconds["spark warm"], (rows, key_chars) = best_of(
+            repeat, lambda: spark_count(spark, checkpoint, versions)
+        )
         figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
         figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")
     spark.stop()

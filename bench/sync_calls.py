@@ -13,6 +13,7 @@ Usage (from the repository root)::
    (a probe). Prints the storage calls of each probe by kind and the best time of each, and the
    ratio long/short (target <= 1.5; the calls must be equal).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ def _register(workdir: Path, name: str, batches: int):
     checkpoint = Checkpoint.objects.create(name=name, url=str(directory))
     started = time.perf_counter()
     sync_checkpoint(checkpoint.pk)
-    print(f"{name}: {batches} batches; first sync (a reconcile, not measured below) took {time.perf_counter() - started:.2f} s")
+    print(
+        f"{name}: {batches} batches; first sync (a reconcile, not measured below) took {time.perf_counter() - started:.2f} s"
+    )
     return checkpoint, directory
 
 
@@ -67,7 +70,9 @@ def main() -> None:
             elapsed, calls[name] = _probe_ten(checkpoint, directory)
             best[name] = min(best.get(name, elapsed), elapsed)
     for name in cases:
-        print(f"{name}: calls (kind, list, info, read, bytes) {calls[name]}, best of {args.repeat}: {best[name] * 1000:.1f} ms")
+        print(
+            f"{name}: calls (kind, list, info, read, bytes) {calls[name]}, best of {args.repeat}: {best[name] * 1000:.1f} ms"
+        )
     print(f"time ratio long/short: {best['long'] / best['short']:.2f}; calls equal: {calls['long'] == calls['short']}")
 
 

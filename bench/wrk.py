@@ -4,6 +4,7 @@ Python threads as clients share one interpreter lock and cost a few milliseconds
 request on the same 2 cores as the server: at 50 clients they queued behind each other and
 added to the latencies they measured. wrk's event loop costs tens of microseconds a request.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,21 @@ def require_wrk() -> str:
     return path
 
 
-def wrk_command(url: str, *, connections: int, seconds: int, headers: dict[str, str], paths_file: Path | None = None) -> list[str]:
+def wrk_command(
+    url: str, *, connections: int, seconds: int, headers: dict[str, str], paths_file: Path | None = None
+) -> list[str]:
     """The wrk command that keeps ``connections`` requests in flight for ``seconds``.
 
     With ``paths_file`` each request asks for a path drawn from it (one per line) on ``url``'s host.
     """
-    command = [require_wrk(), f"--connections={connections}", f"--threads={min(2, connections)}", f"--duration={seconds}s",
-               "--timeout=30s", f"--script={REPORT_SCRIPT}"]
+    command = [
+        require_wrk(),
+        f"--connections={connections}",
+        f"--threads={min(2, connections)}",
+        f"--duration={seconds}s",
+        "--timeout=30s",
+        f"--script={REPORT_SCRIPT}",
+    ]
     for name, value in headers.items():
         command += ["--header", f"{name}: {value}"]
     command.append(url)
@@ -69,8 +78,15 @@ def run_one_client(url: str, *, seconds: int, headers: dict[str, str]) -> dict:
         milliseconds.append((time.perf_counter() - sent) * 1000)
         errors += response.status >= 400
     ordered = sorted(milliseconds)
-    return {"requests": len(ordered), "errors": errors, "p50_ms": _nearest_rank(ordered, .5), "p95_ms": _nearest_rank(ordered, .95),
-            "p99_ms": _nearest_rank(ordered, .99), "max_ms": ordered[-1], "seconds": time.perf_counter() - started}
+    return {
+        "requests": len(ordered),
+        "errors": errors,
+        "p50_ms": _nearest_rank(ordered, 0.5),
+        "p95_ms": _nearest_rank(ordered, 0.95),
+        "p99_ms": _nearest_rank(ordered, 0.99),
+        "max_ms": ordered[-1],
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def _nearest_rank(ordered: list[float], fraction: float) -> float:

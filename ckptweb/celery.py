@@ -1,4 +1,5 @@
 """The Celery app: configured from Django settings (CELERY_* names), tasks found in workers.tasks."""
+
 import os
 
 from celery import Celery

@@ -21,6 +21,7 @@ Redis stays the broker for anything beyond one machine. The transport has a URL 
 ``ckptwebfs://``, registered with kombu by ``register_scheme()`` (ckptweb/celery.py calls it), so
 that the broker URL alone says which transport every connection uses.
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -5,6 +5,7 @@ server (kombu's filesystem transport, folders under var/broker/, with a real sep
 CKPTWEB_DATABASE_URL and CKPTWEB_REDIS_URL switch to PostgreSQL and Redis. The README lists every
 variable with its default.
 """
+
 import os
 from pathlib import Path
 
@@ -128,15 +129,15 @@ TEMPLATES = [
 
 # Embedded default: SQLite in the data folder; CKPTWEB_DATABASE_URL=postgres://... for PostgreSQL.
 DATABASES = {
-    "default": dj_database_url.parse(
-        env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ckptweb.sqlite3'}"), conn_max_age=60
-    )
+    "default": dj_database_url.parse(env("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ckptweb.sqlite3'}"), conn_max_age=60)
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web server, the worker's processes and beat all write: WAL lets readers go on while one
     # writes, IMMEDIATE transactions and a timeout make writers wait instead of failing at once.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
     }
 else:
     # The test database of each test run gets its own name, so that two runs on one server (a
@@ -176,7 +177,10 @@ SPECTACULAR_SETTINGS = {
     # validatorUrl null: Swagger UI's validator badge (not in the layout drf-spectacular uses, but a
     # setting away) would send the schema's URL to validator.swagger.io for any host but localhost.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "dashboards.api_responses.require_request_bodies"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "dashboards.api_responses.require_request_bodies",
+    ],
 }
 LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -214,7 +218,11 @@ BROKER_DIR = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
 # The cache holds the login limiter's counters: shared through Redis when there is one, else per
 # process (the embedded default runs one web process).
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "ckptweb"}
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "ckptweb",
+    }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
@@ -251,7 +259,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Static entries; django-celery-beat's scheduler copies them into its table at start. The
 # per-checkpoint syncs are rows of that table (dashboards/schedules.py).
 CELERY_BEAT_SCHEDULE = {
-    "tail-event-logs": {"task": "workers.tasks.tail_event_logs", "schedule": float(env_int("EVENT_LOG_TAIL_SECONDS", 30))},
+    "tail-event-logs": {
+        "task": "workers.tasks.tail_event_logs",
+        "schedule": float(env_int("EVENT_LOG_TAIL_SECONDS", 30)),
+    },
     # Maintenance runs whose worker died (lease expired) are resumed from where they stopped.
     "resume-interrupted-maintenance": {"task": "workers.tasks.resume_interrupted_maintenance", "schedule": 60.0},
     "prune-history": {"task": "workers.tasks.prune_history", "schedule": 3600.0},
@@ -273,7 +284,10 @@ SYNC_QUEUES_BY_SCHEME = dict(item.split("=", 1) for item in env_list("SYNC_QUEUE
 CELERY_TASK_DEFAULT_QUEUE = TASK_QUEUES["housekeeping"]
 # Each queue has its own direct exchange, as the queues Celery creates itself do: a queue bound to
 # a shared exchange by a shared routing key would receive every other queue's messages too.
-CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in dict.fromkeys([*TASK_QUEUES.values(), *SYNC_QUEUES_BY_SCHEME.values()])]
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in dict.fromkeys([*TASK_QUEUES.values(), *SYNC_QUEUES_BY_SCHEME.values()])
+]
 CELERY_TASK_ROUTES = ["workers.routing.route_task"]
 
 # Checkpoints may only be registered under these roots (local paths or fsspec URLs, comma-separated).
@@ -344,4 +358,3 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }
-

@@ -1,4 +1,5 @@
 """WSGI entry point (gunicorn ckptweb.wsgi)."""
+
 import gc
 import os
 

@@ -22,12 +22,27 @@ class CheckpointAdmin(admin.ModelAdmin):
     """The same form (paths checked) and the same audit entries as the pages and the command line."""
 
     form = CheckpointForm
-    list_display = ["name", "url", "is_enabled", "archived_at", "latest_batch_id", "uncommitted_batch_count", "last_synced_at"]
+    list_display = [
+        "name",
+        "url",
+        "is_enabled",
+        "archived_at",
+        "latest_batch_id",
+        "uncommitted_batch_count",
+        "last_synced_at",
+    ]
     list_filter = ["is_enabled", ("archived_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "url"]
     readonly_fields = [
-        "query", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
-        "uncommitted_batch_count", "last_synced_at", "sync_lease_owner", "sync_lease_until", "archived_at",
+        "query",
+        "latest_batch_id",
+        "latest_batch_at",
+        "latest_committed_batch_id",
+        "uncommitted_batch_count",
+        "last_synced_at",
+        "sync_lease_owner",
+        "sync_lease_until",
+        "archived_at",
     ]
 
     def save_model(self, request, obj, form, change) -> None:
@@ -60,7 +75,16 @@ class BatchAdmin(ReadOnlyAdmin):
 
 @admin.register(SyncRun)
 class SyncRunAdmin(ReadOnlyAdmin):
-    list_display = ["checkpoint", "started_at", "status", "new_batches", "new_commits", "read_calls", "list_calls", "error_count"]
+    list_display = [
+        "checkpoint",
+        "started_at",
+        "status",
+        "new_batches",
+        "new_commits",
+        "read_calls",
+        "list_calls",
+        "error_count",
+    ]
     list_filter = ["status", "checkpoint"]
     list_select_related = ["checkpoint"]
 
@@ -108,7 +132,16 @@ class BatchProgressAdmin(ReadOnlyAdmin):
 class MaintenanceRunAdmin(ReadOnlyAdmin):
     """Runs change only through the maintenance pages, which audit every step."""
 
-    list_display = ["pk", "checkpoint", "action", "status", "requested_by", "confirmed_by", "requested_at", "finished_at"]
+    list_display = [
+        "pk",
+        "checkpoint",
+        "action",
+        "status",
+        "requested_by",
+        "confirmed_by",
+        "requested_at",
+        "finished_at",
+    ]
     list_filter = ["action", "status"]
 
     def has_delete_permission(self, request, obj=None) -> bool:
@@ -140,6 +173,9 @@ class MaintenancePolicyAdmin(admin.ModelAdmin):
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
         AuditEntry.record(
-            AuditEntry.Event.POLICY_CHANGED, actor=request.user, checkpoint=obj.checkpoint,
-            detail=f"{'changed' if change else 'created'} {obj}: {obj.reason}", data={"parameters": obj.parameters},
+            AuditEntry.Event.POLICY_CHANGED,
+            actor=request.user,
+            checkpoint=obj.checkpoint,
+            detail=f"{'changed' if change else 'created'} {obj}: {obj.reason}",
+            data={"parameters": obj.parameters},
         )

@@ -5,6 +5,7 @@ with 400 and ``{"<parameter>": ["<reason>", ...]}``. Declaring them per operatio
 (and the schema test, tests/dashboards/test_api_schema_conformance.py) tell a documented refusal
 from a fault.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
@@ -19,10 +20,14 @@ PARAMETER_ERRORS = {
 }
 
 BAD_PARAMETERS = OpenApiResponse(PARAMETER_ERRORS, description="A query parameter is not valid.")
-NOT_SIGNED_IN = OpenApiResponse(DETAIL, description="No token or session, or an unknown token (WWW-Authenticate: Token).")
+NOT_SIGNED_IN = OpenApiResponse(
+    DETAIL, description="No token or session, or an unknown token (WWW-Authenticate: Token)."
+)
 NOT_ALLOWED = OpenApiResponse(DETAIL, description="The token's user lacks the permission this endpoint needs.")
 NO_SUCH_CHECKPOINT = OpenApiResponse(DETAIL, description="No checkpoint has this id.")
-TOO_MANY_REQUESTS = OpenApiResponse(DETAIL, description="Beyond the rate allowed per user; Retry-After says when to try again.")
+TOO_MANY_REQUESTS = OpenApiResponse(
+    DETAIL, description="Beyond the rate allowed per user; Retry-After says when to try again."
+)
 
 
 def read_responses(ok, *, has_parameters: bool = True, about_checkpoint: bool = False) -> dict:

@@ -3,6 +3,7 @@
 A page is found through the (checkpoint, batch_id) unique index, from a batch id, so a page deep
 in a million batches costs what the first page costs: no COUNT(*) of the batches, no OFFSET.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -6,6 +6,7 @@ width, then one downsampling statement (dashboards.downsample): two queries what
 batches, and a downsampled series is cached until the rows move. ``?from=&to=`` narrows the batch
 range; a range of at most MAX_POINTS_PER_SERIES batches comes back in full detail.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -71,9 +72,17 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
 
     def read(first: int, last: int) -> list[TimelinePoint]:
         # From the batch before ``first`` too, so that the first row's interval is the real one.
-        rows = select_downsampled(timeline_rows(batches.filter(batch_id__gte=first - 1, batch_id__lte=last)), TIMELINE_SHAPE, width=width)
+        rows = select_downsampled(
+            timeline_rows(batches.filter(batch_id__gte=first - 1, batch_id__lte=last)), TIMELINE_SHAPE, width=width
+        )
         return [
-            TimelinePoint(row["batch_id"], row["timestamp_ms"], row["watermark_ms"], bool(row["committed_flag"]), row["interval_ms"])
+            TimelinePoint(
+                row["batch_id"],
+                row["timestamp_ms"],
+                row["watermark_ms"],
+                bool(row["committed_flag"]),
+                row["interval_ms"],
+            )
             for row in rows
             if row["batch_id"] >= first
         ]
@@ -88,15 +97,21 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     def uncommitted_below(boundary: int) -> tuple:
         return (batches.filter(is_committed=False, batch_id__lt=boundary).count(),)
 
-    return read_settled_then_tail(("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below)
+    return read_settled_then_tail(
+        ("timeline", *checkpoint_identity(checkpoint)), span, width, settled_below, read, uncommitted_below
+    )
 
 
 def timeline_rows(batches: QuerySet) -> QuerySet:
     """The TIMELINE_SHAPE columns of the timed ``batches``, with the interval since the previous one."""
-    return batches.filter(timestamp_ms__gt=0).annotate(
-        interval_ms=F("timestamp_ms") - Window(Lag("timestamp_ms"), order_by=F("batch_id").asc()),
-        committed_flag=Case(When(is_committed=True, then=Value(1)), default=Value(0), output_field=IntegerField()),
-    ).values("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
+    return (
+        batches.filter(timestamp_ms__gt=0)
+        .annotate(
+            interval_ms=F("timestamp_ms") - Window(Lag("timestamp_ms"), order_by=F("batch_id").asc()),
+            committed_flag=Case(When(is_committed=True, then=Value(1)), default=Value(0), output_field=IntegerField()),
+        )
+        .values("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
+    )
 
 
 def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
@@ -105,7 +120,9 @@ def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:
     return span["first"], span["last"]
 
 
-def bucket_width(span: tuple[int | None, int | None], shape: SeriesShape, *, max_points: int = MAX_POINTS_PER_SERIES) -> int:
+def bucket_width(
+    span: tuple[int | None, int | None], shape: SeriesShape, *, max_points: int = MAX_POINTS_PER_SERIES
+) -> int:
     """Keys per bucket, rounded up to a power of two: a width that moved with every new batch
     would move every bucket's boundaries, and no settled bucket could be reused."""
     first, last = span
@@ -116,7 +133,9 @@ def bucket_width(span: tuple[int | None, int | None], shape: SeriesShape, *, max
 def timeline_version(checkpoint: Checkpoint) -> tuple:
     """What moves when a sync changes the checkpoint's batches: a new batch, or a commit."""
     return (
-        *checkpoint_identity(checkpoint), checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id,
+        *checkpoint_identity(checkpoint),
+        checkpoint.latest_batch_id,
+        checkpoint.latest_committed_batch_id,
         checkpoint.uncommitted_batch_count,
     )
 

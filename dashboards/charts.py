@@ -1,4 +1,5 @@
 """Rows to Plotly figures. Pure: no request, no ORM."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -39,7 +40,10 @@ def batch_timeline_figure(
     timed = [p for p in points if p.timestamp_ms > 0]
     times = [ms_to_datetime(p.timestamp_ms) for p in timed]
     figure = make_subplots(
-        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.06,
         subplot_titles=("Batch id", "Seconds since previous batch", "Watermark (event time)"),
     )
     figure.add_trace(_batch_trace(timed, times, committed=True), row=1, col=1)
@@ -56,8 +60,11 @@ def batch_timeline_figure(
 def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
     if bucket_width > 1:
         figure.update_layout(
-            title={"text": f"Downsampled: lowest and highest value of every {bucket_width:,} batches; "
-                   "choose a smaller batch range for every batch", "font": {"size": 13}},
+            title={
+                "text": f"Downsampled: lowest and highest value of every {bucket_width:,} batches; "
+                "choose a smaller batch range for every batch",
+                "font": {"size": 13},
+            },
             margin={"t": 70},
         )
 
@@ -65,7 +72,9 @@ def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
 def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committed: bool) -> go.Scatter:
     chosen = [(t, p.batch_id) for t, p in zip(times, points) if p.is_committed == committed]
     return go.Scatter(
-        x=[t for t, _ in chosen], y=[b for _, b in chosen], mode="markers",
+        x=[t for t, _ in chosen],
+        y=[b for _, b in chosen],
+        mode="markers",
         name="committed" if committed else "uncommitted",
         marker={"color": "#2b7bb9" if committed else "#d9534f", "size": 6 if committed else 10},
     )
@@ -74,7 +83,10 @@ def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committe
 def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interval: int) -> go.Scatter:
     chosen = [(t, p.batch_id) for t, p in zip(times, points) if is_compaction_batch(p.batch_id, interval)]
     return go.Scatter(
-        x=[t for t, _ in chosen], y=[b for _, b in chosen], mode="markers", name="sink log compaction",
+        x=[t for t, _ in chosen],
+        y=[b for _, b in chosen],
+        mode="markers",
+        name="sink log compaction",
         marker={"symbol": "diamond-open", "size": 13, "color": "#6f42c1"},
     )
 
@@ -91,7 +103,10 @@ def _watermark_trace(points: list[TimelinePoint], times: list[datetime]) -> go.S
     # Spark writes 0 until the first watermark is known; that is "none", not 1970.
     marks = [(t, ms_to_datetime(p.watermark_ms)) for t, p in zip(times, points) if p.watermark_ms > 0]
     return go.Scatter(
-        x=[t for t, _ in marks], y=[w for _, w in marks], mode="lines+markers", name="watermark",
+        x=[t for t, _ in marks],
+        y=[w for _, w in marks],
+        mode="lines+markers",
+        name="watermark",
         line={"color": "#f0ad4e", "shape": "hv"},
     )
 
@@ -105,8 +120,11 @@ def compact_size_figure(sizes: Sequence[tuple[int, int]], outlook: CompactionOut
     if outlook is not None and sizes:
         _add_projection(figure, sizes, outlook)
     figure.update_layout(
-        height=320, margin={"l": 60, "r": 20, "t": 30, "b": 40}, legend={"orientation": "h"},
-        xaxis_title="compaction batch id", yaxis_title="bytes",
+        height=320,
+        margin={"l": 60, "r": 20, "t": 30, "b": 40},
+        legend={"orientation": "h"},
+        xaxis_title="compaction batch id",
+        yaxis_title="bytes",
     )
     return figure
 
@@ -126,7 +144,8 @@ def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook
     figure.add_trace(go.Scatter(x=list(xs), y=ys, mode="lines", name="trend", line={"dash": "dot", "color": "#888"}))
     if outlook.threshold_bytes <= 2 * max(max(s for _, s in sizes), *ys):
         figure.add_hline(
-            y=outlook.threshold_bytes, line={"color": "#d9534f", "dash": "dash"},
+            y=outlook.threshold_bytes,
+            line={"color": "#d9534f", "dash": "dash"},
             annotation_text="a compaction would outlast the trigger interval",
         )
 
@@ -147,10 +166,22 @@ def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=("Bytes", "Files"))
     for path, series in sorted(by_path.items()):
         times = [p.taken_at for p in series]
-        figure.add_trace(go.Scatter(x=times, y=[p.size_bytes for p in series], mode="lines+markers", name=path, legendgroup=path), row=1, col=1)
         figure.add_trace(
-            go.Scatter(x=times, y=[p.files for p in series], mode="lines+markers", name=path, legendgroup=path, showlegend=False),
-            row=2, col=1,
+            go.Scatter(x=times, y=[p.size_bytes for p in series], mode="lines+markers", name=path, legendgroup=path),
+            row=1,
+            col=1,
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=times,
+                y=[p.files for p in series],
+                mode="lines+markers",
+                name=path,
+                legendgroup=path,
+                showlegend=False,
+            ),
+            row=2,
+            col=1,
         )
     figure.update_layout(height=480, margin={"l": 60, "r": 20, "t": 40, "b": 40})
     return figure
@@ -196,7 +227,9 @@ def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
     for row, metric in enumerate(HEATMAP_METRICS, start=1):
         figure.add_trace(_heatmap_row(metric, [getattr(p, metric.attribute) for p in points], columns), row=row, col=1)
     _place_colorbars(figure)
-    figure.update_xaxes(type="category", title_text="partition (operator/store/partition)", row=len(HEATMAP_METRICS), col=1)
+    figure.update_xaxes(
+        type="category", title_text="partition (operator/store/partition)", row=len(HEATMAP_METRICS), col=1
+    )
     figure.update_layout(height=110 + 70 * len(HEATMAP_METRICS), margin={"l": 160, "r": 20, "t": 20, "b": 90})
     return figure
 
@@ -210,7 +243,13 @@ def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[
         colorscale, zmax = "YlOrRd", max(top, metric.alarm)
     text = ["?" if v is None else f"{v:,}" for v in values]
     return go.Heatmap(
-        x=columns, y=[metric.label], z=[values], text=[text], zmin=0, zmax=zmax, colorscale=colorscale,
+        x=columns,
+        y=[metric.label],
+        z=[values],
+        text=[text],
+        zmin=0,
+        zmax=zmax,
+        colorscale=colorscale,
         texttemplate="%{text}" if len(columns) <= HEATMAP_CELL_TEXT_LIMIT else None,
         hovertemplate=f"partition %{{x}}<br>{metric.label}: %{{text}} {metric.unit}<extra></extra>",
         colorbar={"title": {"text": metric.unit, "side": "right"}, "thickness": 10, "tickformat": "~s", "nticks": 3},

@@ -7,6 +7,7 @@ model instances: at 1,000 checkpoints building instances cost more than the quer
 (bench/list_at_scale.py, docs/benchmarks.md). The request's search, filters and sort live in the
 URL (ListRequest), so a filtered list can be shared and survives the htmx refresh.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -27,7 +28,9 @@ SORT_KEYS: dict[str, Callable] = {
     "duration": lambda row: row.checkpoint["recent_batch_duration_ms"],
     "input_rate": lambda row: row.checkpoint["recent_input_rate"],
     "state_size": lambda row: row.checkpoint["state_bytes"],
-    "findings": lambda row: (row.checkpoint["finding_error_count"], row.checkpoint["finding_warning_count"]) if row.has_findings else None,
+    "findings": lambda row: (
+        (row.checkpoint["finding_error_count"], row.checkpoint["finding_warning_count"]) if row.has_findings else None
+    ),
 }
 DEFAULT_SORT = "status"
 
@@ -71,7 +74,9 @@ class ListRequest:
             "provider": request.provider,
             "scheme": request.scheme,
             "findings": "1" if request.has_findings else "",
-            "sort": ("-" if request.descending else "") + request.sort if request.sort != DEFAULT_SORT or request.descending else "",
+            "sort": ("-" if request.descending else "") + request.sort
+            if request.sort != DEFAULT_SORT or request.descending
+            else "",
         }
         return {name: value for name, value in params.items() if value}
 
@@ -109,7 +114,9 @@ class ListResult:
     schemes: list[str]
 
 
-def build_list(checkpoints: Iterable[dict], request: ListRequest, *, now: datetime, thresholds: Thresholds) -> ListResult:
+def build_list(
+    checkpoints: Iterable[dict], request: ListRequest, *, now: datetime, thresholds: Thresholds
+) -> ListResult:
     """Assess every checkpoint (rows of CheckpointQuerySet.status_list_rows), flag copies, filter
     and sort as ``request`` asks.
 
@@ -117,7 +124,11 @@ def build_list(checkpoints: Iterable[dict], request: ListRequest, *, now: dateti
     count is what following it shows.
     """
     rows = [
-        ListRow(checkpoint, assess(status_facts_of(checkpoint), now=now, thresholds=thresholds), scheme_of(checkpoint["url"]))
+        ListRow(
+            checkpoint,
+            assess(status_facts_of(checkpoint), now=now, thresholds=thresholds),
+            scheme_of(checkpoint["url"]),
+        )
         for checkpoint in checkpoints
     ]
     _flag_copies(rows)
@@ -172,5 +183,7 @@ def _sorted(rows: list[ListRow], request: ListRequest) -> list[ListRow]:
     keyed = [(key(row), row) for row in rows]
     present = [(value, row) for value, row in keyed if value is not None]
     absent = sorted((row for value, row in keyed if value is None), key=SORT_KEYS["name"])
-    by_key_then_name = sorted(present, key=lambda pair: (pair[0], pair[1].checkpoint["name"].lower()), reverse=request.descending)
+    by_key_then_name = sorted(
+        present, key=lambda pair: (pair[0], pair[1].checkpoint["name"].lower()), reverse=request.descending
+    )
     return [row for _, row in by_key_then_name] + absent

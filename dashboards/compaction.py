@@ -7,6 +7,7 @@ projected size would need more than one trigger interval to write at ``bytes_per
 assumed compaction throughput, CKPTWEB_COMPACTION_BYTES_PER_SECOND, since no progress metric
 times the compaction itself).
 """
+
 from __future__ import annotations
 
 import math

@@ -8,6 +8,7 @@ therefore survive, unlike with averaging or every-nth sampling, and every point 
 row. The SQL version does the bucketing in the database, so a million rows never reach Python;
 ``downsample_rows`` is the reference it is tested against.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,9 @@ def bucket_width_for(span: int, value_count: int, *, max_points: int = MAX_POINT
     per value, and each partition two more for its ends.
     """
     if value_count < 1 or max_points < 2 * value_count + 2:
-        raise ValueError(f"max_points={max_points} cannot hold two points for each of {value_count} values plus the ends")
+        raise ValueError(
+            f"max_points={max_points} cannot hold two points for each of {value_count} values plus the ends"
+        )
     if span <= max_points:
         return 1
     buckets = (max_points - 2) // (2 * value_count)
@@ -97,7 +100,9 @@ def select_downsampled(queryset: QuerySet, shape: SeriesShape, *, width: int) ->
     with connection.cursor() as cursor:
         cursor.execute(*downsample_statement(queryset, shape, width=width))
         columns = [column[0] for column in cursor.description]
-        rows = sorted((dict(zip(columns, row)) for row in cursor.fetchall()), key=lambda row: (row["ds_part"], row[shape.key]))
+        rows = sorted(
+            (dict(zip(columns, row)) for row in cursor.fetchall()), key=lambda row: (row["ds_part"], row[shape.key])
+        )
     for row in rows:
         del row["ds_part"], row["ds_bucket"]
     return rows
@@ -125,7 +130,8 @@ def _downsample_sql(base_sql: str, shape: SeriesShape, width: int) -> str:
     )
     sides = [(i, side) for i in range(len(shape.values)) for side in ("lo", "hi")]
     holders = ", ".join(
-        f"MIN(CASE WHEN base.{q(shape.values[i])} = b.{side}_{i} THEN base.{key} END) AS k_{side}_{i}" for i, side in sides
+        f"MIN(CASE WHEN base.{q(shape.values[i])} = b.{side}_{i} THEN base.{key} END) AS k_{side}_{i}"
+        for i, side in sides
     )
     chosen = " UNION ".join(
         [f"SELECT ds_part, k_{side}_{i} AS k FROM picks" for i, side in sides]

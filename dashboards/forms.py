@@ -1,4 +1,5 @@
 """Forms: registering, editing, archiving and removing checkpoints."""
+
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -26,7 +27,15 @@ _Found = TypeVar("_Found")
 class CheckpointForm(forms.ModelForm):
     class Meta:
         model = Checkpoint
-        fields = ["name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds", "expected_trigger_seconds"]
+        fields = [
+            "name",
+            "url",
+            "sink_log_url",
+            "file_log_compact_interval",
+            "is_enabled",
+            "sync_interval_seconds",
+            "expected_trigger_seconds",
+        ]
         labels = {"url": "Checkpoint URL"}
         help_texts = {
             "url": "Local path or fsspec URL of the checkpoint folder (the one holding metadata, offsets/ and commits/).",

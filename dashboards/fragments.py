@@ -8,6 +8,7 @@ Why: under 50 concurrent users on 2 cores a request's latency is about 50 x its 
 (docs/benchmarks.md, P4), and rendering the 50-row batch table or building a 2,000-point Plotly
 figure was most of that CPU; an open query page asks for both again every 10 to 30 s.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -8,6 +8,7 @@ new batch, 200 when it replaced an earlier report of the same batch (a re-run af
 a resent event), 400 with the reason when the progress cannot be read, and 429 with Retry-After
 beyond CKPTWEB_INGEST_RATE requests per user (the listener retries, then spools).
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -54,7 +55,9 @@ class ProgressIngestView(APIView):
     throttle_scope = "ingest"
 
     @extend_schema(
-        description=progress_schema.DESCRIPTION, request=progress_schema.REQUEST, responses=progress_schema.RESPONSES,
+        description=progress_schema.DESCRIPTION,
+        request=progress_schema.REQUEST,
+        responses=progress_schema.RESPONSES,
         examples=progress_schema.EXAMPLES,
     )
     def post(self, request):
@@ -74,7 +77,10 @@ class ProgressIngestView(APIView):
 
 def _store_idle(event: QueryIdleEvent) -> Response:
     QueryRun.objects.record_idle(event.id, event.run_id, event.timestamp)
-    return Response({"query_id": event.id, "run_id": event.run_id, "idle_at": event.timestamp.isoformat()}, status=status.HTTP_200_OK)
+    return Response(
+        {"query_id": event.id, "run_id": event.run_id, "idle_at": event.timestamp.isoformat()},
+        status=status.HTTP_200_OK,
+    )
 
 
 def _first_error(errors: dict) -> str:

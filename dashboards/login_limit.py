@@ -4,6 +4,7 @@ After LOGIN_FAILURES_LIMIT failures within LOGIN_FAILURES_WINDOW_SECONDS, the pa
 without checking the password until the window ends; each refusal is an audit entry. A success
 clears the count. The counters live in Django's cache (Redis when configured).
 """
+
 from __future__ import annotations
 
 import hashlib

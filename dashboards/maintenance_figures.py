@@ -9,6 +9,7 @@ do" sentences are the planners' own (``workers.checkpoint.maintenance``), so the
 
 Pure: no request, no ORM.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -93,8 +94,12 @@ def _batches_to_retain(figures: MaintenanceFigures) -> Suggestion:
     if oldest and latest is not None and latest > oldest:
         # At the start of batch b Spark purges the batches below b - minBatchesToRetain, so
         # once it has purged, the offsets it left span minBatchesToRetain batches after the oldest.
-        return Suggestion(latest - oldest, f"Spark's own purge left batches {oldest}–{latest}: the query's minBatchesToRetain")
-    return Suggestion(DEFAULT_MIN_VERSIONS_TO_RETAIN, f"Spark's default {MIN_BATCHES_TO_RETAIN_CONF}: the checkpoint shows no other")
+        return Suggestion(
+            latest - oldest, f"Spark's own purge left batches {oldest}–{latest}: the query's minBatchesToRetain"
+        )
+    return Suggestion(
+        DEFAULT_MIN_VERSIONS_TO_RETAIN, f"Spark's default {MIN_BATCHES_TO_RETAIN_CONF}: the checkpoint shows no other"
+    )
 
 
 def _min_deltas_for_snapshot(figures: MaintenanceFigures) -> Suggestion:
@@ -132,7 +137,10 @@ def _preview_purge(keep_batches: int, figures: MaintenanceFigures) -> Preview:
     limits = purge_limits(committed, latest, keep_batches=keep_batches, oldest_state=figures.oldest_state_version)
     binding = min(limits, key=lambda limit: limit.threshold)
     if binding.threshold <= oldest:
-        return Preview(explain_nothing_to_purge(oldest, latest, limits, keep_batches=keep_batches, latest_committed=committed), False)
+        return Preview(
+            explain_nothing_to_purge(oldest, latest, limits, keep_batches=keep_batches, latest_committed=committed),
+            False,
+        )
     return Preview(
         f"purge offsets and commits of {batch_span(oldest, binding.threshold - 1)}, keep {batch_span(binding.threshold, latest)} "
         f"({binding.reason})",
@@ -145,13 +153,18 @@ def _preview_snapshot(min_chain: int, figures: MaintenanceFigures) -> Preview:
     if not figures.stores:
         return Preview("nothing to do: the last full pass found no state store", False)
     if not hdfs:
-        return Preview("nothing to do: no HDFS-backed store (RocksDB's snapshots are written by Spark's RocksDB provider)", False)
+        return Preview(
+            "nothing to do: no HDFS-backed store (RocksDB's snapshots are written by Spark's RocksDB provider)", False
+        )
     chains = sorted(((store.delta_chain or 0), store.path, store.latest_version) for store in hdfs)
     due = [chain for chain, _, _ in chains if chain > min_chain]
     if not due:
         return Preview(explain_no_snapshot(*chains[-1], min_chain=min_chain), False)
     lengths = f"{min(due)}" if min(due) == max(due) else f"{min(due)} to {max(due)}"
-    return Preview(f"write a snapshot in {len(due)} of {len(hdfs)} stores, whose delta chains of {lengths} deltas are over {min_chain}", True)
+    return Preview(
+        f"write a snapshot in {len(due)} of {len(hdfs)} stores, whose delta chains of {lengths} deltas are over {min_chain}",
+        True,
+    )
 
 
 def _preview_cleanup(min_versions_to_retain: int, keep_offsets_range: bool, figures: MaintenanceFigures) -> Preview:
@@ -163,7 +176,9 @@ def _preview_cleanup(min_versions_to_retain: int, keep_offsets_range: bool, figu
     if protect_from is not None and earliest is not None:
         earliest = min(earliest, protect_from)
     if latest is None or oldest is None or earliest is None or earliest <= oldest:
-        text = explain_nothing_to_clean(oldest=oldest, latest=latest, retain=min_versions_to_retain, protect_from=protect_from)
+        text = explain_nothing_to_clean(
+            oldest=oldest, latest=latest, retain=min_versions_to_retain, protect_from=protect_from
+        )
         return Preview(text, False)
     return Preview(
         f"delete the state files of versions {oldest}–{earliest - 1} that no version from {earliest} to {latest} loads "
@@ -175,7 +190,10 @@ def _preview_cleanup(min_versions_to_retain: int, keep_offsets_range: bool, figu
 def _preview_compact(choice: str, min_batches_to_retain: int, figures: MaintenanceFigures) -> Preview:
     log = next((log for log in figures.logs if log.choice == choice), None)
     if not figures.logs:
-        return Preview("nothing to do: no compactible log (the query reads no file source, and no file sink is registered or read yet)", False)
+        return Preview(
+            "nothing to do: no compactible log (the query reads no file source, and no file sink is registered or read yet)",
+            False,
+        )
     if log is None:
         return Preview("nothing to do: the last full pass found no such compactible log", False)
     if log.latest_batch_id is None:
@@ -188,7 +206,10 @@ def _preview_compact(choice: str, min_batches_to_retain: int, figures: Maintenan
 def _compaction_part(log: LogFigures) -> Preview:
     target = latest_compaction_batch_id(log.latest_batch_id, log.compact_interval)
     if target is None:
-        return Preview(f"nothing to compact: {log.path} has no compaction batch yet (the first is batch {log.compact_interval - 1})", False)
+        return Preview(
+            f"nothing to compact: {log.path} has no compaction batch yet (the first is batch {log.compact_interval - 1})",
+            False,
+        )
     if target in log.compact_batch_ids:
         return Preview(f"nothing to compact: {target}.compact is present", False)
     return Preview(f"write {target}.compact of {log.path}, which is missing", True)
@@ -198,6 +219,8 @@ def _expiry_part(log: LogFigures, min_batches_to_retain: int) -> Preview:
     latest, oldest, interval = log.latest_batch_id, log.oldest_batch_id, log.compact_interval
     threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
     if threshold is None or oldest is None or oldest >= threshold:
-        text = explain_nothing_to_expire(log.path, latest, oldest=oldest, interval=interval, min_batches_to_retain=min_batches_to_retain)
+        text = explain_nothing_to_expire(
+            log.path, latest, oldest=oldest, interval=interval, min_batches_to_retain=min_batches_to_retain
+        )
         return Preview(text, False)
     return Preview(f"expire {batch_span(oldest, threshold - 1)} of {log.path} (those past the cleanup delay)", True)

@@ -7,6 +7,7 @@ script: a destructive workflow stays a plain form (house style), and a browser w
 stylesheet shows every fieldset under its action's name. The server reads only the chosen
 action's form. Each fieldset carries a one-line preview, which htmx refreshes as values change.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -37,7 +38,9 @@ class ActionChoiceForm(forms.Form):
 class ActionParametersForm(forms.Form):
     """The parameters of one action, starting from the values the checkpoint suggests."""
 
-    def __init__(self, data: Mapping[str, Any] | None = None, *, suggestions: Mapping[str, Suggestion], checkpoint: Checkpoint) -> None:
+    def __init__(
+        self, data: Mapping[str, Any] | None = None, *, suggestions: Mapping[str, Suggestion], checkpoint: Checkpoint
+    ) -> None:
         super().__init__(data)
         for name, field in self.fields.items():
             field.error_messages["required"] = "Required for this action."
@@ -60,7 +63,9 @@ class PurgeForm(ActionParametersForm):
 
 class SnapshotForm(ActionParametersForm):
     min_chain = forms.IntegerField(
-        min_value=1, label="Longest delta chain allowed", help_text="Stores that replay more deltas than this at their newest committed version get a snapshot."
+        min_value=1,
+        label="Longest delta chain allowed",
+        help_text="Stores that replay more deltas than this at their newest committed version get a snapshot.",
     )
 
 
@@ -69,15 +74,21 @@ class CleanupForm(ActionParametersForm):
         min_value=1, label="State versions to retain", help_text="The latest this many state versions stay loadable."
     )
     keep_offsets_range = forms.BooleanField(
-        required=False, initial=True, label="Also keep the state of every batch still in offsets/",
+        required=False,
+        initial=True,
+        label="Also keep the state of every batch still in offsets/",
         help_text="So that Spark's state reader can read any of them.",
     )
 
 
 class CompactForm(ActionParametersForm):
-    log = forms.ChoiceField(choices=(), label="Log", help_text="Its missing compaction file is written, its expired files deleted.")
+    log = forms.ChoiceField(
+        choices=(), label="Log", help_text="Its missing compaction file is written, its expired files deleted."
+    )
     min_batches_to_retain = forms.IntegerField(
-        min_value=1, label="Batches to retain", help_text="Log files the latest this many batches read through stay (Spark's deleteExpiredLog)."
+        min_value=1,
+        label="Batches to retain",
+        help_text="Log files the latest this many batches read through stay (Spark's deleteExpiredLog).",
     )
 
     def __init__(self, *args: Any, checkpoint: Checkpoint, **kwargs: Any) -> None:
@@ -132,7 +143,9 @@ class MaintenanceRequest:
     typed there and shows the others at their defaults, without errors of their own.
     """
 
-    def __init__(self, data: Mapping[str, Any] | None = None, *, checkpoint: Checkpoint, figures: MaintenanceFigures) -> None:
+    def __init__(
+        self, data: Mapping[str, Any] | None = None, *, checkpoint: Checkpoint, figures: MaintenanceFigures
+    ) -> None:
         self.figures = figures
         self.action_form = ActionChoiceForm(data)
         self.chosen = data.get("action") if data is not None else None
@@ -173,10 +186,13 @@ class MaintenanceRequest:
 class MaintenanceConfirmForm(forms.Form):
     """The second step: a reason for the audit trail, and the checkpoint's name typed out."""
 
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), min_length=5, help_text="Kept in the audit trail.")
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), min_length=5, help_text="Kept in the audit trail."
+    )
     checkpoint_name = forms.CharField(help_text="Type the checkpoint's name to confirm.")
     override_query_running = forms.BooleanField(
-        required=False, label="Run although the query looks running (audited)",
+        required=False,
+        label="Run although the query looks running (audited)",
     )
 
     def __init__(self, *args: Any, checkpoint: Checkpoint, **kwargs: Any) -> None:

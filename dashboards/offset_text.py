@@ -6,6 +6,7 @@ bare number), Delta ``{"sourceVersion": 1, "reservoirVersion": 7, "index": -1, .
 shows what tells batches apart, and the exact text stays on hover; anything else is shown as
 written.
 """
+
 from __future__ import annotations
 
 import json

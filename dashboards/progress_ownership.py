@@ -8,6 +8,7 @@ takes progress up to its newest batch + 1 (the batch being planned, as the healt
 CheckpointQuerySet.with_status_facts); the one furthest ahead, or the only one, takes it all, so
 a live query's charts do not wait for the next sync.
 """
+
 from __future__ import annotations
 
 from .models import Checkpoint
@@ -17,5 +18,7 @@ def progress_ceiling(checkpoint: Checkpoint) -> int | None:
     """The newest batch id whose progress is this checkpoint's, or None when every batch's is (one query)."""
     if checkpoint.query_id is None or checkpoint.latest_batch_id is None:
         return None
-    ahead = Checkpoint.objects.active().filter(query_id=checkpoint.query_id, latest_batch_id__gt=checkpoint.latest_batch_id)
+    ahead = Checkpoint.objects.active().filter(
+        query_id=checkpoint.query_id, latest_batch_id__gt=checkpoint.latest_batch_id
+    )
     return checkpoint.latest_batch_id + 1 if ahead.exclude(pk=checkpoint.pk).exists() else None

@@ -6,6 +6,7 @@ what a StreamingQueryProgress may hold. The schema test sends bodies generated f
 description to the live endpoint, so the two cannot drift apart unnoticed: a body the schema
 allows must be stored, a body it forbids must be refused with 400.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
@@ -35,7 +36,9 @@ def string_map() -> serializers.DictField:
 
 
 def offset(help_text: str) -> serializers.JSONField:
-    return serializers.JSONField(**OPTIONAL, help_text=f"{help_text}: the offset as JSON, or a string of JSON as in event logs.")
+    return serializers.JSONField(
+        **OPTIONAL, help_text=f"{help_text}: the offset as JSON, or a string of JSON as in event logs."
+    )
 
 
 class SourceProgressSchema(serializers.Serializer):
@@ -80,7 +83,9 @@ class StreamingQueryProgressSchema(serializers.Serializer):
     batchId = serializers.IntegerField(**JAVA_LONG)
     batchDuration = java_long()
     durationMs = long_map("Milliseconds per phase (addBatch, walCommit, ...).")
-    eventTime = serializers.DictField(child=serializers.DateTimeField(), **OPTIONAL, help_text="min, max, avg, watermark.")
+    eventTime = serializers.DictField(
+        child=serializers.DateTimeField(), **OPTIONAL, help_text="min, max, avg, watermark."
+    )
     numInputRows = java_long()
     inputRowsPerSecond = rate()
     processedRowsPerSecond = rate()
@@ -115,24 +120,42 @@ PROGRESS_STORED = {"batch_id": serializers.IntegerField(), "created": serializer
 # A progress Spark reported (batch 1 of the windowed aggregation fixture, trimmed): Swagger UI
 # offers it, and the schema test sends it first.
 PROGRESS_EXAMPLE = {
-    "id": "ff1d0735-693d-429a-9ec2-c0ac91f92c73", "runId": "f746ab80-ce6c-469b-b122-87524ac272f8",
-    "name": "windowed_agg_file_sink", "timestamp": "2026-11-22T04:23:42.222Z", "batchId": 1, "batchDuration": 650,
-    "numInputRows": 10, "inputRowsPerSecond": 3.2, "processedRowsPerSecond": 15.4,
+    "id": "ff1d0735-693d-429a-9ec2-c0ac91f92c73",
+    "runId": "f746ab80-ce6c-469b-b122-87524ac272f8",
+    "name": "windowed_agg_file_sink",
+    "timestamp": "2026-11-22T04:23:42.222Z",
+    "batchId": 1,
+    "batchDuration": 650,
+    "numInputRows": 10,
+    "inputRowsPerSecond": 3.2,
+    "processedRowsPerSecond": 15.4,
     "durationMs": {"addBatch": 503, "triggerExecution": 650, "walCommit": 42},
     "eventTime": {"max": "2024-01-01T00:00:02.000Z", "watermark": "2023-12-31T23:59:58.000Z"},
-    "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": 3, "numRowsUpdated": 3, "memoryUsedBytes": 2104}],
-    "sources": [{
-        "description": "RatePerMicroBatchStream[rowsPerBatch=10, numPartitions=2]", "startOffset": {"offset": 10},
-        "endOffset": {"offset": 20}, "numInputRows": 10, "inputRowsPerSecond": 3.2, "processedRowsPerSecond": 15.4,
-    }],
+    "stateOperators": [
+        {"operatorName": "stateStoreSave", "numRowsTotal": 3, "numRowsUpdated": 3, "memoryUsedBytes": 2104}
+    ],
+    "sources": [
+        {
+            "description": "RatePerMicroBatchStream[rowsPerBatch=10, numPartitions=2]",
+            "startOffset": {"offset": 10},
+            "endOffset": {"offset": 20},
+            "numInputRows": 10,
+            "inputRowsPerSecond": 3.2,
+            "processedRowsPerSecond": 15.4,
+        }
+    ],
     "sink": {"description": "FileSink[file:/data/out]", "numOutputRows": -1},
 }
-IDLE_EXAMPLE = {"id": PROGRESS_EXAMPLE["id"], "runId": PROGRESS_EXAMPLE["runId"], "timestamp": "2026-11-22T04:25:00.000Z"}
+IDLE_EXAMPLE = {
+    "id": PROGRESS_EXAMPLE["id"],
+    "runId": PROGRESS_EXAMPLE["runId"],
+    "timestamp": "2026-11-22T04:25:00.000Z",
+}
 
 DESCRIPTION = (
     "Progress of a Spark Structured Streaming query, one trigger at a time, as the PySpark listener "
-    "pipelines/progress_listener.py sends it: `{\"progress\": <StreamingQueryProgress.json>}`, or, when a run "
-    "found no new data (Spark 3.5+), `{\"idle\": {id, runId, timestamp}}`. The token's user needs the permission "
+    'pipelines/progress_listener.py sends it: `{"progress": <StreamingQueryProgress.json>}`, or, when a run '
+    'found no new data (Spark 3.5+), `{"idle": {id, runId, timestamp}}`. The token\'s user needs the permission '
     "dashboards.ingest_progress. A resent batch replaces its earlier report."
 )
 REQUEST = _one_of("ProgressEnvelope", ProgressMessage, IdleMessage)
@@ -149,9 +172,13 @@ RESPONSES = {
         ),
         description="The batch's earlier report was replaced, or the idle run was noted.",
     ),
-    201: OpenApiResponse(_answer("ProgressCreated", **PROGRESS_STORED), description="A new batch's progress was stored."),
+    201: OpenApiResponse(
+        _answer("ProgressCreated", **PROGRESS_STORED), description="A new batch's progress was stored."
+    ),
     400: OpenApiResponse(
-        _one_of("ProgressRejected", inline_serializer("ProgressUnreadable", {"error": serializers.CharField()}), DETAIL),
+        _one_of(
+            "ProgressRejected", inline_serializer("ProgressUnreadable", {"error": serializers.CharField()}), DETAIL
+        ),
         description="`error`: the event is not one Spark could have written (the field and reason named); "
         "`detail`: the body is not JSON.",
     ),

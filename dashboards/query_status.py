@@ -18,6 +18,7 @@ Thresholds come from the query's own history, never below a floor from settings:
 * a batch is *stalled* when it was planned (offsets/N) and not committed for the longer of
   ``HEALTH_STALLED_AFTER_SECONDS`` and 10 usual batch durations.
 """
+
 from __future__ import annotations
 
 import enum

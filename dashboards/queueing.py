@@ -4,6 +4,7 @@ What the task is for is stored first (a maintenance run, a state sample; nothing
 beat sends anyway); the message goes out once the transaction commits. When the broker cannot be
 reached the send is logged and, from a view, the user is told what happens next.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,6 +40,9 @@ def enqueue_on_commit(request: HttpRequest, task: Task, *args, what: str, afterw
     def send() -> None:
         error = send_task(task, *args)
         if error is not None:
-            messages.warning(request, f"{what} is recorded, but the task broker did not answer ({type(error).__name__}): {afterwards}")
+            messages.warning(
+                request,
+                f"{what} is recorded, but the task broker did not answer ({type(error).__name__}): {afterwards}",
+            )
 
     transaction.on_commit(send)

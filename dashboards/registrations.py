@@ -5,6 +5,7 @@ the same trail. Archiving keeps every row (batches, progress, syncs, findings): 
 only left out of syncs, the list and /metrics, and its periodic tasks are disabled until restored.
 Removing deletes the checkpoint and its rows; its audit entries keep its name.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -26,18 +27,35 @@ class RegistryRefused(Exception):
 def save_registration(form: CheckpointForm, *, actor=None, actor_name: str = "") -> Checkpoint:
     """Save a valid form and audit it: "registered" for a new checkpoint, "edited" with what changed."""
     is_new = form.instance.pk is None
-    before_after = {field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])] for field in form.changed_data}
+    before_after = {
+        field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])]
+        for field in form.changed_data
+    }
     # A field Django counts as changed may hold the same value (a blank interval cleaned to its default).
-    changes = {field: values for field, values in before_after.items() if field in AUDITED_FIELDS and values[0] != values[1]}
+    changes = {
+        field: values for field, values in before_after.items() if field in AUDITED_FIELDS and values[0] != values[1]
+    }
     with transaction.atomic():
         checkpoint = form.save()
         if is_new:
             detail = "; ".join([checkpoint.url, *form.warnings])
-            AuditEntry.record(AuditEntry.Event.REGISTERED, actor=actor, actor_name=actor_name, checkpoint=checkpoint,
-                              detail=detail, data={field: _json_value(form.cleaned_data[field]) for field in AUDITED_FIELDS})
+            AuditEntry.record(
+                AuditEntry.Event.REGISTERED,
+                actor=actor,
+                actor_name=actor_name,
+                checkpoint=checkpoint,
+                detail=detail,
+                data={field: _json_value(form.cleaned_data[field]) for field in AUDITED_FIELDS},
+            )
         elif changes:
-            AuditEntry.record(AuditEntry.Event.EDITED, actor=actor, actor_name=actor_name, checkpoint=checkpoint,
-                              detail="changed " + ", ".join(changes), data=changes)
+            AuditEntry.record(
+                AuditEntry.Event.EDITED,
+                actor=actor,
+                actor_name=actor_name,
+                checkpoint=checkpoint,
+                detail="changed " + ", ".join(changes),
+                data=changes,
+            )
     return checkpoint
 
 
@@ -59,7 +77,10 @@ def remove_checkpoint(checkpoint: Checkpoint, *, actor, reason: str) -> None:
     """Delete the checkpoint with every row about it; the audit entry keeps its name and URL."""
     with transaction.atomic():
         AuditEntry.record(
-            AuditEntry.Event.REMOVED, actor=actor, checkpoint=checkpoint, detail=reason,
+            AuditEntry.Event.REMOVED,
+            actor=actor,
+            checkpoint=checkpoint,
+            detail=reason,
             data={"url": checkpoint.url, "batches": checkpoint.batches.count(), "was_archived": checkpoint.is_archived},
         )
         checkpoint.delete()
@@ -67,9 +88,13 @@ def remove_checkpoint(checkpoint: Checkpoint, *, actor, reason: str) -> None:
 
 def _set_archived_at(checkpoint: Checkpoint, value: datetime | None, *, actor, reason: str, event: str) -> None:
     with transaction.atomic():
-        updated = Checkpoint.objects.filter(pk=checkpoint.pk, archived_at__isnull=value is not None).update(archived_at=value)
+        updated = Checkpoint.objects.filter(pk=checkpoint.pk, archived_at__isnull=value is not None).update(
+            archived_at=value
+        )
         if updated != 1:
-            raise RegistryRefused(f"{checkpoint.name} is {'archived already' if value is not None else 'not archived'}.")
+            raise RegistryRefused(
+                f"{checkpoint.name} is {'archived already' if value is not None else 'not archived'}."
+            )
         checkpoint.archived_at = value
         schedule_sync(checkpoint)
         for policy in checkpoint.maintenance_policies.all():

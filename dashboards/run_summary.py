@@ -6,6 +6,7 @@ spreads are over the run's newest WINDOW_BATCHES batches (said on the page when 
 read through the (run, batch_id) index, so a run of a million batches costs what one of two
 thousand does. Progress past a checkpoint's own batches is another copy's (progress_ownership).
 """
+
 from __future__ import annotations
 
 import math
@@ -80,14 +81,18 @@ def runs_section(checkpoint: Checkpoint, chosen_range: BatchRange | None = None)
     if checkpoint.query_id is None:
         return RunsSection([], 0)
     ceiling = progress_ceiling(checkpoint)
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id"))
+    progress = BatchProgress.objects.filter(
+        query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id")
+    )
     # QueryRun.last_batch_id is the newest batch a run reported: the runs in the order they ran.
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
     newest = runs.order_by("-last_batch_id", "-pk")[:RUNS_SHOWN]
     summaries = [_summary(progress.filter(run=run), run.run_id, run.started_at) for run in newest]
     chosen = None
     if chosen_range is not None and chosen_range.as_query():
-        in_range = BatchProgress.objects.filter(query_id=checkpoint.query_id, **chosen_range.capped_at(ceiling).lookups("batch_id"))
+        in_range = BatchProgress.objects.filter(
+            query_id=checkpoint.query_id, **chosen_range.capped_at(ceiling).lookups("batch_id")
+        )
         chosen = _summary(in_range, None, None)
     return RunsSection([summary for summary in summaries if summary is not None], runs.count(), chosen)
 
@@ -99,17 +104,27 @@ def _summary(progress, run_id: UUID | None, started_at: datetime | None) -> RunS
         return None
     window_first = max(extent["first"], extent["last"] - WINDOW_BATCHES + 1)
     rows = list(
-        progress.filter(batch_id__gte=window_first).order_by("batch_id")
+        progress.filter(batch_id__gte=window_first)
+        .order_by("batch_id")
         .values_list("timestamp", "batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
     )
-    started = rows[0][0] if window_first == extent["first"] else progress.filter(batch_id=extent["first"]).values_list("timestamp", flat=True).first()
+    started = (
+        rows[0][0]
+        if window_first == extent["first"]
+        else progress.filter(batch_id=extent["first"]).values_list("timestamp", flat=True).first()
+    )
     _, durations, input_rates, process_rates = zip(*rows, strict=True)
     return RunSummary(
-        run_id=run_id, started_at=started_at or started, last_seen_at=rows[-1][0],
-        first_batch_id=extent["first"], last_batch_id=extent["last"],
+        run_id=run_id,
+        started_at=started_at or started,
+        last_seen_at=rows[-1][0],
+        first_batch_id=extent["first"],
+        last_batch_id=extent["last"],
         batches=len(rows) if window_first == extent["first"] else None,
         window_first_batch_id=window_first,
-        duration_ms=Spread.of(durations), input_rate=Spread.of(input_rates), process_rate=Spread.of(process_rates),
+        duration_ms=Spread.of(durations),
+        input_rate=Spread.of(input_rates),
+        process_rate=Spread.of(process_rates),
     )
 
 
@@ -131,8 +146,10 @@ def compare_with_run(progress: BatchProgress) -> BatchAgainstRun | None:
         return None
     rows = list(
         BatchProgress.objects.filter(
-            query_id=progress.query_id, run_id=progress.run_id,
-            batch_id__gte=progress.batch_id - NEIGHBOURS, batch_id__lte=progress.batch_id + NEIGHBOURS,
+            query_id=progress.query_id,
+            run_id=progress.run_id,
+            batch_id__gte=progress.batch_id - NEIGHBOURS,
+            batch_id__lte=progress.batch_id + NEIGHBOURS,
         ).values_list("batch_duration_ms", "duration_ms")
     )
     durations = sorted(duration for duration, _ in rows if duration is not None)

@@ -16,6 +16,7 @@ graph objects validate and deep-copy every array, which took 360 ms of CPU for t
 of a long history (1,000 points each), against about 10 ms this way; the few layout properties
 of plotly.py's default template that the page's other charts show are set here.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,14 @@ CHART_HEIGHT_PX = 320  # the CSS of .chart.runtime reserves as much before the f
 MARKERS_UP_TO_POINTS = 60
 # Spark's order of the phases of a micro-batch (MicroBatchExecution.reportTimeTaken); others follow by name.
 PHASE_ORDER = (
-    "latestOffset", "getOffset", "setOffsetRange", "getEndOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
+    "latestOffset",
+    "getOffset",
+    "setOffsetRange",
+    "getEndOffset",
+    "walCommit",
+    "getBatch",
+    "queryPlanning",
+    "addBatch",
     "commitOffsets",
 )
 TOTAL_PHASE = "triggerExecution"
@@ -69,7 +77,9 @@ class OperatorPoint:
 
     @property
     def label(self) -> str:
-        return f"{self.operator_index}: {self.operator_name}" if self.operator_name else f"operator {self.operator_index}"
+        return (
+            f"{self.operator_index}: {self.operator_name}" if self.operator_name else f"operator {self.operator_index}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +146,12 @@ class DurationUnit:
 
 MILLISECONDS, SECONDS = DurationUnit("ms", 1), DurationUnit("s", 1_000)
 BATCH_DURATION_UNITS = (MILLISECONDS, SECONDS)
-WATERMARK_GAP_UNITS = (SECONDS, DurationUnit("min", 60_000), DurationUnit("h", 3_600_000), DurationUnit("d", 86_400_000))
+WATERMARK_GAP_UNITS = (
+    SECONDS,
+    DurationUnit("min", 60_000),
+    DurationUnit("h", 3_600_000),
+    DurationUnit("d", 86_400_000),
+)
 
 
 def runtime_figures(
@@ -158,7 +173,9 @@ def runtime_figures(
     figures = {
         "rates": _rates_figure(progress),
         "input-rows": _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"),
-        "batch-duration": _lines_figure(progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"),
+        "batch-duration": _lines_figure(
+            progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"
+        ),
         "phases": _phases_figure(progress, unit),
         "watermark-gap": _watermark_gap_figure(progress),
     }
@@ -179,17 +196,25 @@ def runtime_figures_json(figures: Mapping[str, Figure]) -> str:
 def _rates_figure(progress: Sequence[ProgressPoint]) -> Figure:
     return _lines_figure(
         progress,
-        [("input rate", "#2b7bb9", lambda p: p.input_rows_per_second), ("process rate", "#e07b00", lambda p: p.processed_rows_per_second)],
-        "rows/s", ",.1f",
+        [
+            ("input rate", "#2b7bb9", lambda p: p.input_rows_per_second),
+            ("process rate", "#e07b00", lambda p: p.processed_rows_per_second),
+        ],
+        "rows/s",
+        ",.1f",
     )
 
 
 def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> Figure:
     if all(p.watermark_gap_ms is None for p in progress):
-        return _sentence_figure("No event-time watermark in this range: Spark reports one for queries with withWatermark, "
-                                "once the first batch has set it.")
+        return _sentence_figure(
+            "No event-time watermark in this range: Spark reports one for queries with withWatermark, "
+            "once the first batch has set it."
+        )
     unit = DurationUnit.for_longest(_longest(p.watermark_gap_ms for p in progress), WATERMARK_GAP_UNITS)
-    return _lines_figure(progress, [("watermark gap", "#8a5a9e", _scaled(lambda p: p.watermark_gap_ms, unit))], unit.name, ",.3~f")
+    return _lines_figure(
+        progress, [("watermark gap", "#8a5a9e", _scaled(lambda p: p.watermark_gap_ms, unit))], unit.name, ",.3~f"
+    )
 
 
 def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Figure:
@@ -199,9 +224,17 @@ def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Fig
         return _sentence_figure("Spark reported no durationMs phases in this range.")
     times, batches = [p.timestamp_ms for p in progress], [p.batch_id for p in progress]
     traces = [
-        {"type": "scatter", "x": times, "y": [p.duration_ms.get(phase, 0) / unit.ms for p in progress], "customdata": batches,
-         "name": phase, "stackgroup": "phases", "mode": "lines", "line": {"width": 0.5},
-         "hovertemplate": f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>"}
+        {
+            "type": "scatter",
+            "x": times,
+            "y": [p.duration_ms.get(phase, 0) / unit.ms for p in progress],
+            "customdata": batches,
+            "name": phase,
+            "stackgroup": "phases",
+            "mode": "lines",
+            "line": {"width": 0.5},
+            "hovertemplate": f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>",
+        }
         for phase in phases
     ]
     return _figure(traces, unit.name)
@@ -225,8 +258,10 @@ def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, Figure]:
         "state-cache": _per_operator_figure(series, lambda p: p.cache_hit_ratio, "hit ratio", ".1%"),
     }
     if all(p.cache_hit_ratio is None for p in operators):
-        figures["state-cache"] = _sentence_figure("No cache lookups reported: only the HDFS state store provider reports "
-                                                  "loadedMapCacheHitCount and loadedMapCacheMissCount.")
+        figures["state-cache"] = _sentence_figure(
+            "No cache lookups reported: only the HDFS state store provider reports "
+            "loadedMapCacheHitCount and loadedMapCacheMissCount."
+        )
     else:
         figures["state-cache"]["layout"]["yaxis"].update(range=[0, 1.05], tickformat=".0%")
     figures["state-memory"]["layout"]["yaxis"].update(tickformat="~s", ticksuffix="B")
@@ -249,8 +284,25 @@ STATE_CHANGES = (
 _DASHES = ("solid", "dash", "dot", "dashdot")
 _PALETTE = ("#2b7bb9", "#e07b00", "#5b8c3a", "#8a5a9e", "#d9534f", "#17becf", "#7f7f7f", "#bcbd22")
 # plotly.py's default template: what the page's other charts look like.
-_PLOTLY_COLOURS = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52")
-_AXIS_LOOK = {"gridcolor": "white", "linecolor": "white", "zerolinecolor": "white", "zerolinewidth": 2, "automargin": True}
+_PLOTLY_COLOURS = (
+    "#636efa",
+    "#EF553B",
+    "#00cc96",
+    "#ab63fa",
+    "#FFA15A",
+    "#19d3f3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+)
+_AXIS_LOOK = {
+    "gridcolor": "white",
+    "linecolor": "white",
+    "zerolinecolor": "white",
+    "zerolinewidth": 2,
+    "automargin": True,
+}
 
 
 def _state_changes_figure(series) -> Figure:
@@ -258,14 +310,24 @@ def _state_changes_figure(series) -> Figure:
     traces = []
     for index, (label, points) in enumerate(series):
         for change, colour, value in STATE_CHANGES:
-            trace = _trace(points, value, name=change if len(series) == 1 else f"{label} {change}", colour=colour, unit="rows", number_format=",d")
+            trace = _trace(
+                points,
+                value,
+                name=change if len(series) == 1 else f"{label} {change}",
+                colour=colour,
+                unit="rows",
+                number_format=",d",
+            )
             trace["line"]["dash"] = _DASHES[index % len(_DASHES)]
             traces.append(trace)
     return _figure(traces, "rows")
 
 
 def _lines_figure(progress: Sequence[ProgressPoint], lines, unit: str, number_format: str) -> Figure:
-    traces = [_trace(progress, value, name=name, colour=colour, unit=unit, number_format=number_format) for name, colour, value in lines]
+    traces = [
+        _trace(progress, value, name=name, colour=colour, unit=unit, number_format=number_format)
+        for name, colour, value in lines
+    ]
     if not any(trace["x"] for trace in traces):
         return _sentence_figure(f"Spark reported no {' or '.join(name for name, _, _ in lines)} in this range.")
     return _figure(traces, unit)
@@ -275,9 +337,14 @@ def _trace(points, value: Callable, *, name: str, colour: str, unit: str, number
     """A line of the points whose ``value`` is known, each point carrying its batch id."""
     chosen = [(p.timestamp_ms, v, p.batch_id) for p in points if (v := value(p)) is not None and math.isfinite(v)]
     return {
-        "type": "scatter", "x": [x for x, _, _ in chosen], "y": [y for _, y, _ in chosen], "customdata": [b for _, _, b in chosen],
-        "name": name, "mode": "lines+markers" if len(chosen) <= MARKERS_UP_TO_POINTS else "lines",
-        "line": {"color": colour, "width": 1.5}, "marker": {"size": 5},
+        "type": "scatter",
+        "x": [x for x, _, _ in chosen],
+        "y": [y for _, y, _ in chosen],
+        "customdata": [b for _, _, b in chosen],
+        "name": name,
+        "mode": "lines+markers" if len(chosen) <= MARKERS_UP_TO_POINTS else "lines",
+        "line": {"color": colour, "width": 1.5},
+        "marker": {"size": 5},
         "hovertemplate": f"%{{y:{number_format}}} {unit} · batch %{{customdata}}<extra>{name}</extra>",
     }
 
@@ -286,10 +353,13 @@ def _figure(traces: list[dict], unit: str) -> Figure:
     return {"data": traces, "layout": {"yaxis": {"title": {"text": unit}}}}
 
 
-def _scaled(value: Callable[[ProgressPoint], int | None], unit: DurationUnit) -> Callable[[ProgressPoint], float | None]:
+def _scaled(
+    value: Callable[[ProgressPoint], int | None], unit: DurationUnit
+) -> Callable[[ProgressPoint], float | None]:
     def scaled(point: ProgressPoint) -> float | None:
         raw = value(point)
         return None if raw is None else raw / unit.ms
+
     return scaled
 
 
@@ -301,11 +371,26 @@ def _sentence_figure(sentence: str) -> Figure:
     """No axes, only what is missing: an empty chart says so in words (broken into lines by hand:
     Plotly does not wrap an annotation, and a chart may be a phone's width)."""
     lines = "<br>".join(textwrap.wrap(sentence, SENTENCE_LINE_CHARS))
-    return {"data": [], "layout": {
-        "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "#fff", "meta": {"sentence": sentence},
-        "annotations": [{"text": lines, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
-                         "font": {"size": 13, "color": "#555"}}],
-    }}
+    return {
+        "data": [],
+        "layout": {
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "plot_bgcolor": "#fff",
+            "meta": {"sentence": sentence},
+            "annotations": [
+                {
+                    "text": lines,
+                    "showarrow": False,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.5,
+                    "font": {"size": 13, "color": "#555"},
+                }
+            ],
+        },
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,16 +410,39 @@ def _mark_decorations(marks: Sequence[RuntimeMark]) -> _Decorations:
     for row, kind in enumerate(reversed(kinds)):
         style = MARK_STYLES[kind]
         chosen = sorted((m for m in marks if m.kind == kind), key=lambda m: m.time_ms)
-        traces.append({
-            "type": "scatter", "x": [m.time_ms for m in chosen], "y": [row] * len(chosen), "yaxis": "y2", "mode": "markers",
-            "name": style.label, "showlegend": False, "cliponaxis": False,
-            "marker": {"symbol": style.symbol, "color": style.colour, "size": 10, "line": {"width": 1, "color": "#fff"}},
-            "hovertext": [m.text for m in chosen], "hovertemplate": "%{hovertext}<extra></extra>",
-            "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
-        })
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [m.time_ms for m in chosen],
+                "y": [row] * len(chosen),
+                "yaxis": "y2",
+                "mode": "markers",
+                "name": style.label,
+                "showlegend": False,
+                "cliponaxis": False,
+                "marker": {
+                    "symbol": style.symbol,
+                    "color": style.colour,
+                    "size": 10,
+                    "line": {"width": 1, "color": "#fff"},
+                },
+                "hovertext": [m.text for m in chosen],
+                "hovertemplate": "%{hovertext}<extra></extra>",
+                "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
+            }
+        )
         shapes += [
-            {"type": "line", "xref": "x", "yref": "paper", "x0": m.time_ms, "x1": m.time_ms, "y0": 0, "y1": 1, "layer": "below",
-             "line": {"color": style.colour, "width": 1, "dash": "dot"}}
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": m.time_ms,
+                "x1": m.time_ms,
+                "y0": 0,
+                "y1": 1,
+                "layer": "below",
+                "line": {"color": style.colour, "width": 1, "dash": "dot"},
+            }
             for m in chosen
         ]
     return _Decorations(tuple(traces), tuple(shapes), tuple(MARK_STYLES[kind].row for kind in kinds))
@@ -345,26 +453,43 @@ def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_
     layout = figure["layout"]
     is_sentence = "sentence" in layout.get("meta", {})
     layout.update(
-        height=CHART_HEIGHT_PX, margin={"l": 64, "r": 16, "t": 24, "b": 36}, hovermode="x unified", uirevision="runtime",
-        showlegend=has_legend and not is_sentence, font={"size": 11, "color": "#2a3f5f"}, hoverlabel={"align": "left"},
-        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}}, colorway=list(_PLOTLY_COLOURS),
+        height=CHART_HEIGHT_PX,
+        margin={"l": 64, "r": 16, "t": 24, "b": 36},
+        hovermode="x unified",
+        uirevision="runtime",
+        showlegend=has_legend and not is_sentence,
+        font={"size": 11, "color": "#2a3f5f"},
+        hoverlabel={"align": "left"},
+        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}},
+        colorway=list(_PLOTLY_COLOURS),
         meta={**layout.get("meta", {}), "link": batch_link},
     )
     if is_sentence:
         return
     layout.update(plot_bgcolor="#E5ECF6")
     layout["xaxis"] = {
-        "type": "date", "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC", "title": {"text": "batch start (UTC)", "font": {"size": 10}, "standoff": 4},
+        "type": "date",
+        "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC",
+        "title": {"text": "batch start (UTC)", "font": {"size": 10}, "standoff": 4},
         **_AXIS_LOOK,
     }
     layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
     if decorations.traces:
         _add_lane(figure, decorations)
     if bucket_width > 1:
-        layout.setdefault("annotations", []).append({
-            "text": f"lowest and highest of every {bucket_width:,} batches", "showarrow": False, "xref": "paper", "yref": "paper",
-            "x": 1, "y": 1, "xanchor": "right", "yanchor": "bottom", "font": {"size": 10, "color": "#777"},
-        })
+        layout.setdefault("annotations", []).append(
+            {
+                "text": f"lowest and highest of every {bucket_width:,} batches",
+                "showarrow": False,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 1,
+                "y": 1,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "font": {"size": 10, "color": "#777"},
+            }
+        )
 
 
 def _add_lane(figure: Figure, decorations: _Decorations) -> None:
@@ -375,6 +500,12 @@ def _add_lane(figure: Figure, decorations: _Decorations) -> None:
     figure["layout"]["shapes"] = list(decorations.shapes)
     figure["layout"]["yaxis"]["domain"] = [0, top_of_plot - 0.02]
     figure["layout"]["yaxis2"] = {
-        "domain": [top_of_plot, 1], "range": [-0.7, rows - 0.3], "fixedrange": True, "showgrid": False, "zeroline": False,
-        "tickvals": list(range(rows)), "ticktext": list(reversed(decorations.rows)), "tickfont": {"size": 9, "color": "#555"},
+        "domain": [top_of_plot, 1],
+        "range": [-0.7, rows - 0.3],
+        "fixedrange": True,
+        "showgrid": False,
+        "zeroline": False,
+        "tickvals": list(range(rows)),
+        "ticktext": list(reversed(decorations.rows)),
+        "tickfont": {"size": 9, "color": "#555"},
     }

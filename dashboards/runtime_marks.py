@@ -15,6 +15,7 @@ Each kind is read with a few indexed queries, and at most MAX_MARKS_PER_KIND of 
 * an open integrity finding, at the batch its file names (offsets/N, commits/N) or else at the
   moment it was first seen.
 """
+
 from __future__ import annotations
 
 import json
@@ -89,7 +90,12 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     """
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
     fields = ("pk", "run_id", "last_batch_id")
-    ending_after = runs.filter(last_batch_id__gte=window.last_batch).order_by("last_batch_id", "pk").values_list("last_batch_id", flat=True).first()
+    ending_after = (
+        runs.filter(last_batch_id__gte=window.last_batch)
+        .order_by("last_batch_id", "pk")
+        .values_list("last_batch_id", flat=True)
+        .first()
+    )
     inside = runs.filter(last_batch_id__gte=window.first_batch)
     if ending_after is not None:
         inside = inside.filter(last_batch_id__lte=ending_after)
@@ -101,7 +107,9 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     for previous, run in zip(chain, chain[1:]):
         first = _first_batch_of(checkpoint, run["pk"], from_batch=previous["last_batch_id"])
         if first is not None and window.has_batch(first["batch_id"]):
-            starts.append(RunStart(str(run["run_id"]), first["batch_id"], _ms(first["timestamp"]), run["last_batch_id"]))
+            starts.append(
+                RunStart(str(run["run_id"]), first["batch_id"], _ms(first["timestamp"]), run["last_batch_id"])
+            )
     return starts
 
 
@@ -113,7 +121,12 @@ def _first_batch_of(checkpoint: Checkpoint, run_pk: int, *, from_batch: int) -> 
 
 
 def _restart_mark(start: RunStart) -> RuntimeMark:
-    return RuntimeMark("restart", start.time_ms, f"query restarted: run {start.run_id[:8]}… from batch {start.batch_id}", start.batch_id)
+    return RuntimeMark(
+        "restart",
+        start.time_ms,
+        f"query restarted: run {start.run_id[:8]}… from batch {start.batch_id}",
+        start.batch_id,
+    )
 
 
 def conf_change_marks(checkpoint: Checkpoint, starts: Iterable[RunStart]) -> list[RuntimeMark]:
@@ -156,7 +169,10 @@ def _sink_compactions(log: MetadataLog, window: Window) -> list[BatchEvent]:
     batches = range(first, window.last_batch + 1, interval)
     if len(batches) > MAX_MARKS_PER_KIND:
         return []
-    return [BatchEvent(batch, "compaction", f"file sink log compaction: _spark_metadata/{batch}.compact") for batch in batches]
+    return [
+        BatchEvent(batch, "compaction", f"file sink log compaction: _spark_metadata/{batch}.compact")
+        for batch in batches
+    ]
 
 
 def _source_compactions(checkpoint: Checkpoint, log: MetadataLog, window: Window) -> list[BatchEvent]:
@@ -166,12 +182,21 @@ def _source_compactions(checkpoint: Checkpoint, log: MetadataLog, window: Window
     {"logOffset": L} (FileStreamSource.fetchMaxOffset); later batches without new files keep L.
     """
     index = int(log.path.rpartition("/")[2])
-    offsets = checkpoint.batches.filter(batch_id__gte=window.first_batch - 1, batch_id__lte=window.last_batch).order_by("batch_id")
+    offsets = checkpoint.batches.filter(batch_id__gte=window.first_batch - 1, batch_id__lte=window.last_batch).order_by(
+        "batch_id"
+    )
     found, previous = [], None
     for batch_id, sources in offsets.values_list("batch_id", "sources"):
         offset = _log_offset(sources, index)
-        if offset is not None and offset != previous and batch_id >= window.first_batch and is_compaction_batch(offset, log.compact_interval):
-            found.append(BatchEvent(batch_id, "compaction", f"file source {index} log compaction: {log.path}/{offset}.compact"))
+        if (
+            offset is not None
+            and offset != previous
+            and batch_id >= window.first_batch
+            and is_compaction_batch(offset, log.compact_interval)
+        ):
+            found.append(
+                BatchEvent(batch_id, "compaction", f"file source {index} log compaction: {log.path}/{offset}.compact")
+            )
         previous = offset
     return found if len(found) <= MAX_MARKS_PER_KIND else []
 
@@ -193,11 +218,16 @@ def snapshot_events(checkpoint: Checkpoint, window: Window) -> list[BatchEvent]:
     total = checkpoint.state_partitions.count()
     versions = (
         checkpoint.state_partitions.filter(snapshot_version__isnull=False)
-        .values("snapshot_version").annotate(stores=Count("pk")).order_by("snapshot_version")
+        .values("snapshot_version")
+        .annotate(stores=Count("pk"))
+        .order_by("snapshot_version")
     )
     return [
-        BatchEvent(row["snapshot_version"] - 1, "snapshot",
-                   f"newest state snapshot of {row['stores']} of {total} store partitions: version {row['snapshot_version']}")
+        BatchEvent(
+            row["snapshot_version"] - 1,
+            "snapshot",
+            f"newest state snapshot of {row['stores']} of {total} store partitions: version {row['snapshot_version']}",
+        )
         for row in versions
         if window.has_batch(row["snapshot_version"] - 1)
     ][-MAX_MARKS_PER_KIND:]
@@ -213,7 +243,9 @@ def _finding_marks(checkpoint: Checkpoint, window: Window) -> tuple[list[Runtime
         if batch is not None and window.has_batch(batch):
             at_batches.append(BatchEvent(batch, "finding", text, link))
         elif batch is None and window.has_time(finding.first_seen_at):
-            at_moments.append(RuntimeMark("finding", _ms(finding.first_seen_at), text + " (first seen then)", None, link))
+            at_moments.append(
+                RuntimeMark("finding", _ms(finding.first_seen_at), text + " (first seen then)", None, link)
+            )
     return at_moments, at_batches
 
 
@@ -226,8 +258,13 @@ def batch_of_path(path: str) -> int | None:
 def maintenance_marks(checkpoint: Checkpoint, window: Window) -> list[RuntimeMark]:
     runs = checkpoint.maintenance_runs.filter(started_at__isnull=False).order_by("-started_at")
     return [
-        RuntimeMark("maintenance", _ms(run.started_at), f"maintenance #{run.pk}: {run.get_action_display()} ({run.get_status_display()})",
-                    None, run.get_absolute_url())
+        RuntimeMark(
+            "maintenance",
+            _ms(run.started_at),
+            f"maintenance #{run.pk}: {run.get_action_display()} ({run.get_status_display()})",
+            None,
+            run.get_absolute_url(),
+        )
         for run in runs[:MAX_MARKS_PER_KIND]
         if window.has_time(run.started_at)
     ]
@@ -236,9 +273,13 @@ def maintenance_marks(checkpoint: Checkpoint, window: Window) -> list[RuntimeMar
 def batch_times(checkpoint: Checkpoint, batch_ids: Iterable[int]) -> dict[int, int]:
     """Start time (epoch ms) of each batch: its progress timestamp, else the offset log's batchTimestampMs."""
     wanted = set(batch_ids)
-    reported = BatchProgress.objects.filter(query_id=checkpoint.query_id, batch_id__in=wanted).values_list("batch_id", "timestamp")
+    reported = BatchProgress.objects.filter(query_id=checkpoint.query_id, batch_id__in=wanted).values_list(
+        "batch_id", "timestamp"
+    )
     times = {batch: _ms(moment) for batch, moment in reported}
-    logged = checkpoint.batches.filter(batch_id__in=wanted - times.keys(), timestamp_ms__gt=0).values_list("batch_id", "timestamp_ms")
+    logged = checkpoint.batches.filter(batch_id__in=wanted - times.keys(), timestamp_ms__gt=0).values_list(
+        "batch_id", "timestamp_ms"
+    )
     return {**dict(logged), **times}
 
 

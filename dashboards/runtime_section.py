@@ -4,6 +4,7 @@ The page itself reads two rows (the newest progress, whether any state operator 
 charts come from one endpoint that returns every Runtime figure at once, built from the two
 downsampled series and the marks, and cached per version of the progress and of the marks.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,7 +41,8 @@ def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
     own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
     latest = (
         BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).order_by("-batch_id").first()
-        if checkpoint.query_id is not None else None
+        if checkpoint.query_id is not None
+        else None
     )
     if latest is None:
         return RuntimeSection(None, None, "", 0, ())
@@ -61,8 +63,12 @@ def _build(checkpoint: Checkpoint, batch_range: BatchRange) -> str:
     operators = operator_series(checkpoint, batch_range)
     marks = runtime_marks(checkpoint, chart_window(progress.points, batch_range)) if progress.points else []
     figures = runtime_figures(
-        progress.points, operators.points, marks,
-        bucket_width=progress.bucket_width, state_bucket_width=operators.bucket_width, batch_link=batch_link(checkpoint),
+        progress.points,
+        operators.points,
+        marks,
+        bucket_width=progress.bucket_width,
+        state_bucket_width=operators.bucket_width,
+        batch_link=batch_link(checkpoint),
     )
     return runtime_figures_json(figures)
 
@@ -71,7 +77,8 @@ def chart_window(points: list[ProgressPoint], batch_range: BatchRange) -> Window
     """The batches the points span; their times bound the marks only where the range was cut."""
     first, last = points[0], points[-1]
     return Window(
-        first.batch_id, last.batch_id,
+        first.batch_id,
+        last.batch_id,
         first.timestamp_ms if batch_range.first is not None else None,
         last.timestamp_ms if batch_range.last is not None else None,
     )

@@ -7,6 +7,7 @@ phases are drawn stacked, so the batch duration is their envelope); the operator
 those of every state figure, per operator. Times are read as epoch milliseconds in SQL, so the
 raw downsampling cursor returns plain numbers on SQLite and PostgreSQL alike.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,30 @@ from django.db.models.functions import Cast, NullIf
 from .chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
 from .downsample import SeriesShape, select_downsampled
 from .fragments import checkpoint_identity
-from .progress_ownership import progress_ceiling
 from .models import CACHE_HITS, CACHE_MISSES, BatchProgress, Checkpoint, StateOperatorMetrics
+from .progress_ownership import progress_ceiling
 from .runtime_charts import OperatorPoint, ProgressPoint
 
 PROGRESS_SHAPE = SeriesShape(
     key="batch_id",
-    values=("input_rows_per_second", "processed_rows_per_second", "num_input_rows", "batch_duration_ms", "watermark_gap_ms"),
+    values=(
+        "input_rows_per_second",
+        "processed_rows_per_second",
+        "num_input_rows",
+        "batch_duration_ms",
+        "watermark_gap_ms",
+    ),
 )
 OPERATOR_SHAPE = SeriesShape(
     key="batch_id",
-    values=("num_rows_total", "num_rows_updated", "num_rows_removed", "num_rows_dropped_by_watermark", "memory_used_bytes", "cache_hit_ratio"),
+    values=(
+        "num_rows_total",
+        "num_rows_updated",
+        "num_rows_removed",
+        "num_rows_dropped_by_watermark",
+        "memory_used_bytes",
+        "cache_hit_ratio",
+    ),
     partition="operator_index",
 )
 # Points per series: the Runtime charts are half the page wide, and nine of them share one response.
@@ -58,12 +72,18 @@ def progress_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
 
 def operator_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """Every stateful operator's figures per reported batch of the checkpoint's query, one series per operator."""
-    return _sampled(checkpoint, batch_range, "runtime-operators", OPERATOR_SHAPE, operator_rows, lambda row: OperatorPoint(**row))
+    return _sampled(
+        checkpoint, batch_range, "runtime-operators", OPERATOR_SHAPE, operator_rows, lambda row: OperatorPoint(**row)
+    )
 
 
 def _sampled(
-    checkpoint: Checkpoint, batch_range: BatchRange, kind: str, shape: SeriesShape,
-    rows: Callable[[int | None, BatchRange], QuerySet], point: Callable[[dict], object],
+    checkpoint: Checkpoint,
+    batch_range: BatchRange,
+    kind: str,
+    shape: SeriesShape,
+    rows: Callable[[int | None, BatchRange], QuerySet],
+    point: Callable[[dict], object],
 ) -> SampledSeries:
     """Downsample ``rows`` of the checkpoint's query in ``shape``, the settled buckets cached under ``kind``."""
     batch_range = batch_range.capped_at(progress_ceiling(checkpoint))
@@ -72,17 +92,27 @@ def _sampled(
     width = bucket_width(span, shape, max_points=RUNTIME_MAX_POINTS)
 
     def read(first: int, last: int) -> list:
-        return [point(row) for row in select_downsampled(rows(checkpoint.query_id, BatchRange(first, last)), shape, width=width)]
+        return [
+            point(row)
+            for row in select_downsampled(rows(checkpoint.query_id, BatchRange(first, last)), shape, width=width)
+        ]
 
     # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return read_settled_then_tail((kind, *checkpoint_identity(checkpoint), checkpoint.query_id), span, width, span[1], read)
+    return read_settled_then_tail(
+        (kind, *checkpoint_identity(checkpoint), checkpoint.query_id), span, width, span[1], read
+    )
 
 
 def progress_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
     """The PROGRESS_SHAPE columns of the query's progress, with the start time and the phases."""
     started = EpochMillis("timestamp")
     return BatchProgress.objects.filter(query_id=query_id, **batch_range.lookups("batch_id")).values(
-        "batch_id", "input_rows_per_second", "processed_rows_per_second", "num_input_rows", "batch_duration_ms", "duration_ms",
+        "batch_id",
+        "input_rows_per_second",
+        "processed_rows_per_second",
+        "num_input_rows",
+        "batch_duration_ms",
+        "duration_ms",
         timestamp_ms=started,
         watermark_gap_ms=Case(When(watermark__gt=NO_WATERMARK, then=started - EpochMillis("watermark")), default=None),
     )
@@ -92,9 +122,12 @@ def _progress_point(row: dict) -> ProgressPoint:
     phases = row["duration_ms"]
     # The raw cursor returns JSON columns as text on both backends.
     return ProgressPoint(
-        batch_id=row["batch_id"], timestamp_ms=row["timestamp_ms"],
-        input_rows_per_second=row["input_rows_per_second"], processed_rows_per_second=row["processed_rows_per_second"],
-        num_input_rows=row["num_input_rows"], batch_duration_ms=row["batch_duration_ms"],
+        batch_id=row["batch_id"],
+        timestamp_ms=row["timestamp_ms"],
+        input_rows_per_second=row["input_rows_per_second"],
+        processed_rows_per_second=row["processed_rows_per_second"],
+        num_input_rows=row["num_input_rows"],
+        batch_duration_ms=row["batch_duration_ms"],
         duration_ms=json.loads(phases) if isinstance(phases, str) else (phases or {}),
         watermark_gap_ms=row["watermark_gap_ms"],
     )
@@ -103,10 +136,18 @@ def _progress_point(row: dict) -> ProgressPoint:
 def operator_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
     """The OPERATOR_SHAPE columns of every operator of the query's progress, with the batch start time."""
     hits, misses = (Cast(KT(f"custom_metrics__{name}"), FloatField()) for name in (CACHE_HITS, CACHE_MISSES))
-    return StateOperatorMetrics.objects.filter(progress__query_id=query_id, **batch_range.lookups("progress__batch_id")).values(
-        "operator_index", "operator_name", "num_rows_total", "num_rows_updated", "num_rows_removed", "num_rows_dropped_by_watermark",
+    return StateOperatorMetrics.objects.filter(
+        progress__query_id=query_id, **batch_range.lookups("progress__batch_id")
+    ).values(
+        "operator_index",
+        "operator_name",
+        "num_rows_total",
+        "num_rows_updated",
+        "num_rows_removed",
+        "num_rows_dropped_by_watermark",
         "memory_used_bytes",
-        batch_id=F("progress__batch_id"), timestamp_ms=EpochMillis("progress__timestamp"),
+        batch_id=F("progress__batch_id"),
+        timestamp_ms=EpochMillis("progress__timestamp"),
         cache_hit_ratio=hits / NullIf(hits + misses, Value(0.0)),
     )
 
@@ -114,5 +155,7 @@ def operator_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
 def runtime_version(checkpoint: Checkpoint) -> tuple:
     """What moves when progress arrives: the span of its batch ids (one index lookup)."""
     ceiling = progress_ceiling(checkpoint)
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id"))
+    progress = BatchProgress.objects.filter(
+        query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id")
+    )
     return (*checkpoint_identity(checkpoint), checkpoint.query_id, *key_span(progress, "batch_id"))

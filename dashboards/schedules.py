@@ -3,6 +3,7 @@
 Celery beat (DatabaseScheduler) reads these rows; the task name is a string so that the models
 never import workers.tasks.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,12 @@ def _every_seconds(name: str, task: str, seconds: int, pk: int, *, enabled: bool
 def schedule_sync(checkpoint: Checkpoint) -> PeriodicTask:
     """Create or update the checkpoint's periodic sync to match its interval, enabled flag and archival."""
     return _every_seconds(
-        f"sync checkpoint {checkpoint.pk}", SYNC_TASK_NAME, checkpoint.sync_interval_seconds, checkpoint.pk,
-        enabled=checkpoint.is_enabled and not checkpoint.is_archived, description=f"Sync {checkpoint.name} ({checkpoint.url})",
+        f"sync checkpoint {checkpoint.pk}",
+        SYNC_TASK_NAME,
+        checkpoint.sync_interval_seconds,
+        checkpoint.pk,
+        enabled=checkpoint.is_enabled and not checkpoint.is_archived,
+        description=f"Sync {checkpoint.name} ({checkpoint.url})",
     )
 
 
@@ -52,8 +57,12 @@ def unschedule_sync(checkpoint: Checkpoint) -> None:
 def schedule_policy(policy: MaintenancePolicy) -> PeriodicTask:
     """Create or update the periodic task of a maintenance policy (disabled while its checkpoint is archived)."""
     return _every_seconds(
-        f"maintenance policy {policy.pk}", POLICY_TASK_NAME, policy.interval_seconds, policy.pk,
-        enabled=policy.is_enabled and not policy.checkpoint.is_archived, description=f"{policy.get_action_display()} on {policy.checkpoint.name}",
+        f"maintenance policy {policy.pk}",
+        POLICY_TASK_NAME,
+        policy.interval_seconds,
+        policy.pk,
+        enabled=policy.is_enabled and not policy.checkpoint.is_archived,
+        description=f"{policy.get_action_display()} on {policy.checkpoint.name}",
     )
 
 

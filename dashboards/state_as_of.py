@@ -8,6 +8,7 @@ so shows a stale figure as current. Spark's state store
 version N holds the state after batch N - 1 (HDFSBackedStateStoreProvider and RocksDB alike:
 batch b commits version b + 1).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

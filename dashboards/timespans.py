@@ -1,4 +1,5 @@
 """Spans of time as people read them: "850 ms", "2.1 s", "12 min 5 s", "3 h 20 min", "4 d 2 h"."""
+
 from __future__ import annotations
 
 _UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))

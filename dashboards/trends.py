@@ -5,6 +5,7 @@ checkpoint's batches only (up to its own latest batch, so a copy of a checkpoint
 the live query's line), and averages batchDurationMs per minute. An index range on the unique
 (query, batch_id) bounds what it reads: at most TREND_MAX_BATCHES batches before each latest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -79,7 +80,11 @@ def _trends_of(by_query: dict[int, dict], *, start: datetime) -> dict[int, Trend
     own_batches = reduce(
         or_,
         (
-            Q(query_id=query, batch_id__gt=checkpoint["latest_batch_id"] - TREND_MAX_BATCHES, batch_id__lte=checkpoint["latest_batch_id"])
+            Q(
+                query_id=query,
+                batch_id__gt=checkpoint["latest_batch_id"] - TREND_MAX_BATCHES,
+                batch_id__lte=checkpoint["latest_batch_id"],
+            )
             for query, checkpoint in by_query.items()
         ),
     )

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from .views import maintenance, pages as views, registry, runtime
+from .views import maintenance, registry, runtime
+from .views import pages as views
 
 app_name = "dashboards"
 
@@ -15,24 +16,74 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/restore/", registry.checkpoint_restore, name="checkpoint-restore"),
     path("checkpoints/<int:checkpoint_id>/remove/", registry.checkpoint_remove, name="checkpoint-remove"),
     path("checkpoints/<int:checkpoint_id>/sync/", views.checkpoint_sync, name="checkpoint-sync"),
-    path("checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"),
+    path(
+        "checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"
+    ),
     path("checkpoints/<int:checkpoint_id>/panels/batches/", views.batch_table_panel, name="batch-table-panel"),
-    path("checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"),
-    path("checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json", views.compact_size_chart, name="compact-size-chart"),
-    path("checkpoints/<int:checkpoint_id>/charts/inventory.json", views.inventory_growth_chart, name="inventory-growth-chart"),
+    path(
+        "checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/logs/<int:log_id>/chart.json",
+        views.compact_size_chart,
+        name="compact-size-chart",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/charts/inventory.json",
+        views.inventory_growth_chart,
+        name="inventory-growth-chart",
+    ),
     path("checkpoints/<int:checkpoint_id>/charts/runtime.json", runtime.runtime_charts, name="runtime-charts"),
-    path("checkpoints/<int:checkpoint_id>/charts/state-heatmap.json", views.state_heatmap_chart, name="state-heatmap-chart"),
-    path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/", views.state_partition_detail, name="state-partition"),
-    path("checkpoints/<int:checkpoint_id>/state/<int:partition_id>/sample/", views.state_partition_sample, name="state-partition-sample"),
+    path(
+        "checkpoints/<int:checkpoint_id>/charts/state-heatmap.json",
+        views.state_heatmap_chart,
+        name="state-heatmap-chart",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/state/<int:partition_id>/",
+        views.state_partition_detail,
+        name="state-partition",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/state/<int:partition_id>/sample/",
+        views.state_partition_sample,
+        name="state-partition-sample",
+    ),
     path("checkpoints/<int:checkpoint_id>/batches/<int:batch_id>/", views.batch_detail, name="batch-detail"),
     path("checkpoints/<int:checkpoint_id>/maintenance/", maintenance.maintenance_overview, name="maintenance"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/request/", maintenance.maintenance_request, name="maintenance-request"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/preview/", maintenance.maintenance_preview_panel, name="maintenance-preview-panel"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/", maintenance.maintenance_run, name="maintenance-run"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/panel/", maintenance.maintenance_run_panel, name="maintenance-run-panel"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/confirm/", maintenance.maintenance_confirm, name="maintenance-confirm"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/approve/", maintenance.maintenance_approve, name="maintenance-approve"),
-    path("checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/cancel/", maintenance.maintenance_cancel, name="maintenance-cancel"),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/request/",
+        maintenance.maintenance_request,
+        name="maintenance-request",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/preview/",
+        maintenance.maintenance_preview_panel,
+        name="maintenance-preview-panel",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/", maintenance.maintenance_run, name="maintenance-run"
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/panel/",
+        maintenance.maintenance_run_panel,
+        name="maintenance-run-panel",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/confirm/",
+        maintenance.maintenance_confirm,
+        name="maintenance-confirm",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/approve/",
+        maintenance.maintenance_approve,
+        name="maintenance-approve",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/cancel/",
+        maintenance.maintenance_cancel,
+        name="maintenance-cancel",
+    ),
     path("audit/", maintenance.audit_log, name="audit-log"),
     path("health/", views.health, name="health"),
 ]

@@ -75,7 +75,10 @@ def start_queries(spark, out_dir: Path, trigger_seconds: float) -> dict:
     queries = {}
     for name, writer in writers.items():
         queries[name] = writer.trigger(processingTime=f"{step_ms} milliseconds").start()
-        print(f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()} {(out_dir / name / 'output').resolve()}", flush=True)
+        print(
+            f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()} {(out_dir / name / 'output').resolve()}",
+            flush=True,
+        )
     print("ready", flush=True)
     return queries
 

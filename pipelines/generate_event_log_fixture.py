@@ -47,12 +47,14 @@ EVENT_LOG_CONF = {
     "plain": {
         "spark.eventLog.rolling.enabled": "false",
         "spark.eventLog.compress": "false",
-        "spark.eventLog.excludedPatterns": ",".join([
-            "SparkListenerEnvironmentUpdate",
-            "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
-            "SparkListenerStageSubmitted",
-            "SparkListenerStageCompleted",
-        ]),
+        "spark.eventLog.excludedPatterns": ",".join(
+            [
+                "SparkListenerEnvironmentUpdate",
+                "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+                "SparkListenerStageSubmitted",
+                "SparkListenerStageCompleted",
+            ]
+        ),
     },
     "single_lz4": {"spark.eventLog.rolling.enabled": "false", "spark.eventLog.compression.codec": "lz4"},
 }

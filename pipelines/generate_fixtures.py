@@ -26,7 +26,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pipelines.queries import (
@@ -72,8 +72,7 @@ GENERATOR_CONF = {
 }
 
 ROCKSDB_PROVIDER_CONF = {
-    "spark.sql.streaming.stateStore.providerClass":
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
 ROCKSDB_CHANGELOG_CONF = {
     **ROCKSDB_PROVIDER_CONF,
@@ -222,7 +221,7 @@ def write_dedup_input(input_dir: Path, index: int) -> Path:
     numbers = list(range(4 * index, 4 * index + 6))
     if index >= 5:
         numbers.append(4 * index - 16)
-    start = datetime.fromtimestamp(FIXTURE_START_MS / 1000, tz=timezone.utc)
+    start = datetime.fromtimestamp(FIXTURE_START_MS / 1000, tz=UTC)
     lines = [
         json.dumps({"id": f"e{n}", "event_time": (start + timedelta(seconds=n)).isoformat(), "value": n})
         for n in numbers

@@ -181,7 +181,9 @@ class ProgressSender:
 
     def submit_idle(self, query_id: str, run_id: str, timestamp: str) -> None:
         """Queue one QueryIdleEvent (the run is alive, with no new data); never blocks."""
-        self._queue_body(json.dumps({"idle": {"id": query_id, "runId": run_id, "timestamp": timestamp}}).encode("utf-8"))
+        self._queue_body(
+            json.dumps({"idle": {"id": query_id, "runId": run_id, "timestamp": timestamp}}).encode("utf-8")
+        )
 
     def _queue_body(self, body: bytes) -> None:
         try:

@@ -155,9 +155,7 @@ def joined_streams(left_events: DataFrame, right_events: DataFrame) -> DataFrame
         (F.col("value") % 5).alias("right_key"),
         F.col("timestamp").alias("right_time"),
     ).withWatermark("right_time", "3 seconds")
-    condition = F.expr(
-        "left_key = right_key AND right_time BETWEEN left_time AND left_time + INTERVAL 2 SECONDS"
-    )
+    condition = F.expr("left_key = right_key AND right_time BETWEEN left_time AND left_time + INTERVAL 2 SECONDS")
     return left.join(right, condition, "inner")
 
 

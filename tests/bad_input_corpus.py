@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import zstandard
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
@@ -103,27 +103,66 @@ KINDS = {
         FileKind("offsets", _AGG / "checkpoint/offsets/10", "offsets/0", lambda s: read_offset_seq(s, 0), is_text=True),
         FileKind("commits", _AGG / "checkpoint/commits/10", "commits/0", lambda s: read_commit(s, 0), is_text=True),
         FileKind("metadata", _AGG / "checkpoint/metadata", "metadata", find_stream_metadata, is_text=True, json_line=0),
-        FileKind("sink_log", _AGG / "output/_spark_metadata/9", "_spark_metadata/0",
-                 lambda s: read_metadata_log(s, "_spark_metadata", kind="sink"), is_text=True),
-        FileKind("source_log", OUR_FIXTURES / "file_source_dedup/checkpoint/sources/0/3", "sources/0/0",
-                 lambda s: read_metadata_log(s, "sources/0", kind="source"), is_text=True),
-        FileKind("operator_metadata", _AGG / "checkpoint/state/0/_metadata/metadata", "state/0/_metadata/metadata",
-                 lambda s: find_operator_state_metadata(s, 0), is_text=True),
-        FileKind("state_schema", _AGG / "checkpoint/state/0/0/_metadata/schema", "state/0/0/_metadata/schema",
-                 lambda s: find_store_schema(s, 0)),
+        FileKind(
+            "sink_log",
+            _AGG / "output/_spark_metadata/9",
+            "_spark_metadata/0",
+            lambda s: read_metadata_log(s, "_spark_metadata", kind="sink"),
+            is_text=True,
+        ),
+        FileKind(
+            "source_log",
+            OUR_FIXTURES / "file_source_dedup/checkpoint/sources/0/3",
+            "sources/0/0",
+            lambda s: read_metadata_log(s, "sources/0", kind="source"),
+            is_text=True,
+        ),
+        FileKind(
+            "operator_metadata",
+            _AGG / "checkpoint/state/0/_metadata/metadata",
+            "state/0/_metadata/metadata",
+            lambda s: find_operator_state_metadata(s, 0),
+            is_text=True,
+        ),
+        FileKind(
+            "state_schema",
+            _AGG / "checkpoint/state/0/0/_metadata/schema",
+            "state/0/0/_metadata/schema",
+            lambda s: find_store_schema(s, 0),
+        ),
         FileKind("lz4_delta", _AGG / "checkpoint/state/0/0/12.delta", "state/0/0/1.delta", _state_size("lz4", 1)),
-        FileKind("lz4_snapshot", _AGG / "checkpoint/state/0/0/12.snapshot", "state/0/0/2.snapshot", _state_size("lz4", 2)),
-        FileKind("zstd_delta", _ZSTD / "state/0/0/12.delta", "state/0/0/1.delta",
-                 _state_size("zstd", 1, row_checksum=True)),
-        FileKind("rocksdb_zip", _ROCKSDB / "state/0/0/12.zip", "state/0/0/1.zip",
-                 lambda s: read_rocksdb_zip(s, "state/0/0/1.zip")),
-        FileKind("rocksdb_changelog", _ROCKSDB / "state/0/0/12.changelog", "state/0/0/1.changelog",
-                 lambda s: read_changelog(s, "state/0/0/1.changelog", codec="lz4")),
-        FileKind("event_log", next((OUR_FIXTURES / "event_logs/plain").iterdir()), "events/local-1",
-                 _tail_all_event_logs, is_text=True, json_line=-1),
-        FileKind("event_log_zstd",
-                 next((OUR_FIXTURES / "event_logs/rolling_zstd").glob("eventlog_v2_*/events_1_*.zstd")),
-                 "events/local-1.zstd", _tail_all_event_logs),
+        FileKind(
+            "lz4_snapshot", _AGG / "checkpoint/state/0/0/12.snapshot", "state/0/0/2.snapshot", _state_size("lz4", 2)
+        ),
+        FileKind(
+            "zstd_delta", _ZSTD / "state/0/0/12.delta", "state/0/0/1.delta", _state_size("zstd", 1, row_checksum=True)
+        ),
+        FileKind(
+            "rocksdb_zip",
+            _ROCKSDB / "state/0/0/12.zip",
+            "state/0/0/1.zip",
+            lambda s: read_rocksdb_zip(s, "state/0/0/1.zip"),
+        ),
+        FileKind(
+            "rocksdb_changelog",
+            _ROCKSDB / "state/0/0/12.changelog",
+            "state/0/0/1.changelog",
+            lambda s: read_changelog(s, "state/0/0/1.changelog", codec="lz4"),
+        ),
+        FileKind(
+            "event_log",
+            next((OUR_FIXTURES / "event_logs/plain").iterdir()),
+            "events/local-1",
+            _tail_all_event_logs,
+            is_text=True,
+            json_line=-1,
+        ),
+        FileKind(
+            "event_log_zstd",
+            next((OUR_FIXTURES / "event_logs/rolling_zstd").glob("eventlog_v2_*/events_1_*.zstd")),
+            "events/local-1.zstd",
+            _tail_all_event_logs,
+        ),
     )
 }
 TEXT_KINDS = tuple(name for name, kind in KINDS.items() if kind.is_text)
@@ -319,7 +358,13 @@ def _truncated_records(kind: str, codec: str) -> Iterator[BadFile]:
     """Cut the decompressed content after each field of the first records, then recompress."""
     raw = _decompress_seed(kind, codec)
     for start, key_size, value_size in _records(raw, 6):
-        for cut in (start + 2, start + 4, start + 4 + key_size, start + 8 + key_size, start + 8 + key_size + max(value_size, 0)):
+        for cut in (
+            start + 2,
+            start + 4,
+            start + 4 + key_size,
+            start + 8 + key_size,
+            start + 8 + key_size + max(value_size, 0),
+        ):
             yield BadFile("truncated", kind, f"record-at-{cut}", _recompressed(codec, _cut(cut)), TruncatedFileError)
 
 
@@ -329,7 +374,14 @@ def _decompress_seed(kind: str, codec: str) -> bytes:
 
 def _flipped_bytes() -> Iterator[BadFile]:
     """The kinds test_corrupt_inputs and test_state_corrupt_inputs do not flip byte by byte."""
-    for kind in ("state_schema", "operator_metadata", "rocksdb_zip", "rocksdb_changelog", "event_log", "event_log_zstd"):
+    for kind in (
+        "state_schema",
+        "operator_metadata",
+        "rocksdb_zip",
+        "rocksdb_changelog",
+        "event_log",
+        "event_log_zstd",
+    ):
         size = KINDS[kind].seed.stat().st_size
         for step in range(12):
             at = step * (size - 1) // 11
@@ -345,13 +397,35 @@ def _wrong_magic() -> Iterator[BadFile]:
         for magic in (b"LZ4BLOCK", b"\x00" * 8, b"lz4block", b"\x28\xb5\x2f\xfdLZ4B", b"PK\x03\x04LZ4B"):
             yield BadFile("wrong_magic", kind, magic.hex(), lambda d, m=magic: m + d[8:], CorruptFileError)
         for index in range(8):
-            yield BadFile("wrong_magic", kind, f"byte{index}", _put_int(index, _seed(kind)[index] ^ 0x20, "B"), CorruptFileError)
+            yield BadFile(
+                "wrong_magic", kind, f"byte{index}", _put_int(index, _seed(kind)[index] ^ 0x20, "B"), CorruptFileError
+            )
         second = list(_lz4_block_starts(_seed(kind)))[1][0]
-        yield BadFile("wrong_magic", kind, "second-block", lambda d, at=second: d[:at] + b"XXXXXXXX" + d[at + 8 :], CorruptFileError)
+        yield BadFile(
+            "wrong_magic",
+            kind,
+            "second-block",
+            lambda d, at=second: d[:at] + b"XXXXXXXX" + d[at + 8 :],
+            CorruptFileError,
+        )
     for index in range(4):
-        yield BadFile("wrong_magic", "zstd_delta", f"byte{index}", _put_int(index, _seed("zstd_delta")[index] ^ 0x20, "B"), CorruptFileError)
-        yield BadFile("wrong_magic", "rocksdb_zip", f"byte{index}", _put_int(index, _seed("rocksdb_zip")[index] ^ 0x20, "B"), None)
-        yield BadFile("wrong_magic", "event_log_zstd", f"byte{index}", _put_int(index, _seed("event_log_zstd")[index] ^ 0x20, "B"), CorruptFileError)
+        yield BadFile(
+            "wrong_magic",
+            "zstd_delta",
+            f"byte{index}",
+            _put_int(index, _seed("zstd_delta")[index] ^ 0x20, "B"),
+            CorruptFileError,
+        )
+        yield BadFile(
+            "wrong_magic", "rocksdb_zip", f"byte{index}", _put_int(index, _seed("rocksdb_zip")[index] ^ 0x20, "B"), None
+        )
+        yield BadFile(
+            "wrong_magic",
+            "event_log_zstd",
+            f"byte{index}",
+            _put_int(index, _seed("event_log_zstd")[index] ^ 0x20, "B"),
+            CorruptFileError,
+        )
     # A file of the other codec: what a changed spark.sql.streaming.stateStore.compression.codec leaves.
     yield BadFile("wrong_magic", "zstd_delta", "lz4-content", lambda d: _seed("lz4_delta"), CorruptFileError)
     yield BadFile("wrong_magic", "lz4_delta", "zstd-content", lambda d: _seed("zstd_delta"), CorruptFileError)
@@ -366,19 +440,34 @@ def _bad_lengths() -> Iterator[BadFile]:
         first_payload, _ = next(_lz4_block_starts(_seed(kind)))
         for field_at, field_name in ((9, "compressed"), (13, "decompressed")):
             for value in HUGE_AND_NEGATIVE:
-                yield BadFile("bad_lengths", kind, f"lz4-{field_name}-{value}",
-                              _put_int(first_payload + field_at, value, "<i"), CheckpointError)
+                yield BadFile(
+                    "bad_lengths",
+                    kind,
+                    f"lz4-{field_name}-{value}",
+                    _put_int(first_payload + field_at, value, "<i"),
+                    CheckpointError,
+                )
     for kind, codec in (("lz4_delta", "lz4"), ("lz4_snapshot", "lz4"), ("zstd_delta", "zstd")):
         records = list(_records(_decompress_seed(kind, codec), 3))
         for index, (start, key_size, _) in enumerate(records):
             for value in HUGE_AND_NEGATIVE:
                 # -1 as a key size is the end marker: the records before it are the whole file.
-                yield BadFile("bad_lengths", kind, f"record{index}-key-{value}",
-                              _recompressed(codec, _put_int(start, value)), None if value == -1 else CheckpointError)
+                yield BadFile(
+                    "bad_lengths",
+                    kind,
+                    f"record{index}-key-{value}",
+                    _recompressed(codec, _put_int(start, value)),
+                    None if value == -1 else CheckpointError,
+                )
                 # -1 as a value size is a removal, legal in a delta.
                 expected = None if value == -1 and kind != "lz4_snapshot" else CheckpointError
-                yield BadFile("bad_lengths", kind, f"record{index}-value-{value}",
-                              _recompressed(codec, _put_int(start + 4 + key_size, value)), expected)
+                yield BadFile(
+                    "bad_lengths",
+                    kind,
+                    f"record{index}-value-{value}",
+                    _recompressed(codec, _put_int(start + 4 + key_size, value)),
+                    expected,
+                )
     for value in (-1, -(1 << 31), (1 << 31) - 1, 1 << 20):
         yield BadFile("bad_lengths", "state_schema", f"chunk-count-{value}", _put_int(4, value), CheckpointError)
     for value in (0xFFFF, 0x8000, 0):
@@ -390,13 +479,26 @@ def _unknown_versions() -> Iterator[BadFile]:
     for kind in ("offsets", "commits", "sink_log", "source_log", "operator_metadata"):
         for header in headers:
             expected = UnsupportedVersionError if header == b"v99" else CheckpointError
-            yield BadFile("unknown_version", kind, header.decode(), lambda d, h=header: h + d[d.index(b"\n") :], expected)
+            yield BadFile(
+                "unknown_version", kind, header.decode(), lambda d, h=header: h + d[d.index(b"\n") :], expected
+            )
     for header in (b"v4", b"v99", b"v0", b"x2"):
         expected = UnsupportedVersionError if header in (b"v4", b"v99") else CheckpointError
-        yield BadFile("unknown_version", "state_schema", header.decode(), lambda d, h=header: d[:2] + h + d[4:], expected)
+        yield BadFile(
+            "unknown_version", "state_schema", header.decode(), lambda d, h=header: d[:2] + h + d[4:], expected
+        )
 
 
-INVALID_UTF8 = (b"\xff", b"\xfe\xff", b"\xc0\xaf", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x82", b"\x80", b"\xf8\x88\x80\x80\x80")
+INVALID_UTF8 = (
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc0\xaf",
+    b"\xc0\x80",
+    b"\xed\xa0\x80",
+    b"\xe2\x82",
+    b"\x80",
+    b"\xf8\x88\x80\x80\x80",
+)
 
 
 def _invalid_utf8() -> Iterator[BadFile]:
@@ -409,13 +511,32 @@ def _invalid_utf8() -> Iterator[BadFile]:
                 at = line.rindex(b'":"') + 3 if b'":"' in line else len(line) // 2
                 return line[:at] + bad + line[at:]
 
-            yield BadFile("invalid_utf8", kind, f"{index}-{bad.hex()}", _replace_json_line(KINDS[kind], inject), CorruptFileError)
+            yield BadFile(
+                "invalid_utf8", kind, f"{index}-{bad.hex()}", _replace_json_line(KINDS[kind], inject), CorruptFileError
+            )
 
 
-INVALID_JSON = (b"{", b"}", b'{"a":}', b"{'a':1}", b'{"a":NaN}', b'{"a":Infinity}', b'{"a":1,}', b"[]", b"null",
-                b'"text"', b"42", b'{"batchWatermarkMs":1e99999,"nextBatchWatermarkMs":1e99999,"id":1e99999}',
-                b'{"batchWatermarkMs":' + b"9" * 200 + b"}", b'{"a":"\\ud800', b"\x00", b"{}}",
-                b'{"a":1}{"b":2}', b'{"batchWatermarkMs":"', b'{"id":[}')
+INVALID_JSON = (
+    b"{",
+    b"}",
+    b'{"a":}',
+    b"{'a':1}",
+    b'{"a":NaN}',
+    b'{"a":Infinity}',
+    b'{"a":1,}',
+    b"[]",
+    b"null",
+    b'"text"',
+    b"42",
+    b'{"batchWatermarkMs":1e99999,"nextBatchWatermarkMs":1e99999,"id":1e99999}',
+    b'{"batchWatermarkMs":' + b"9" * 200 + b"}",
+    b'{"a":"\\ud800',
+    b"\x00",
+    b"{}}",
+    b'{"a":1}{"b":2}',
+    b'{"batchWatermarkMs":"',
+    b'{"id":[}',
+)
 
 
 def _invalid_json() -> Iterator[BadFile]:
@@ -443,8 +564,11 @@ def _enormous() -> Iterator[BadFile]:
 
 
 def _deep_nesting() -> Iterator[BadFile]:
-    shapes = {"brackets": b"[" * DEEP_NESTING, "closed": b"[" * DEEP_NESTING + b"]" * DEEP_NESTING,
-              "objects": b'{"a":' * DEEP_NESTING}
+    shapes = {
+        "brackets": b"[" * DEEP_NESTING,
+        "closed": b"[" * DEEP_NESTING + b"]" * DEEP_NESTING,
+        "objects": b'{"a":' * DEEP_NESTING,
+    }
     for kind in TEXT_KINDS:
         for shape, document in shapes.items():
             replace = _replace_json_line(KINDS[kind], lambda line, d=document, k=KINDS[kind]: _as_json_line(k, d))
@@ -507,8 +631,18 @@ def _place_unreadable(how: str) -> Callable[[Path, Path, FileKind], Path]:
 
 def _unreadable() -> Iterator[BadFile]:
     for kind in ("offsets", "commits", "metadata", "lz4_delta", "state_schema", "rocksdb_zip", "event_log"):
-        yield BadFile("unreadable", kind, "mode-000", None, StorageError, needs_non_root=True, place=_place_unreadable("mode-000"))
-    for kind in ("offsets", "commits", "metadata", "state_schema", "operator_metadata", "rocksdb_zip", "rocksdb_changelog"):
+        yield BadFile(
+            "unreadable", kind, "mode-000", None, StorageError, needs_non_root=True, place=_place_unreadable("mode-000")
+        )
+    for kind in (
+        "offsets",
+        "commits",
+        "metadata",
+        "state_schema",
+        "operator_metadata",
+        "rocksdb_zip",
+        "rocksdb_changelog",
+    ):
         yield BadFile("unreadable", kind, "a-directory", None, StorageError, place=_place_unreadable("directory"))
 
 

@@ -1,4 +1,5 @@
 """Shared test fixtures: where the real checkpoints are, copies to damage, and the cast of users."""
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """An embedded broker (ckptweb/filesystem_broker.py) in a test's folder, and a publisher to run in
 another process. No Django: spawned processes import this module."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,9 +26,12 @@ def broker_options(broker_dir: Path) -> dict:
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     return {
-        "data_folder_in": str(folders["queue"]), "data_folder_out": str(folders["queue"]),
-        "control_folder": str(folders["control"]), "processed_folder": str(folders["processed"]),
-        "store_processed": False, "polling_interval": 0,
+        "data_folder_in": str(folders["queue"]),
+        "data_folder_out": str(folders["queue"]),
+        "control_folder": str(folders["control"]),
+        "processed_folder": str(folders["processed"]),
+        "store_processed": False,
+        "polling_interval": 0,
     }
 
 

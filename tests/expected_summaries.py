@@ -1,4 +1,5 @@
 """What `inspect_checkpoint --json` must say, built from what Spark itself read (spark-report.json)."""
+
 from __future__ import annotations
 
 import json

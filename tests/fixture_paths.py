@@ -1,4 +1,5 @@
 """Where the real checkpoints used by the tests live."""
+
 import os
 import subprocess
 from pathlib import Path

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from state_corpus import state_file_cases
-
 from workers.checkpoint.rocksdbstate import ZIP_METADATA_ENTRY
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records
@@ -62,12 +61,16 @@ def sink_logs() -> tuple[bytes, ...]:
 
 @cache
 def source_logs() -> tuple[bytes, ...]:
-    return _contents(_visible_files("**/checkpoint/sources/*/[0-9]*") + _visible_files("file-source-log-version-2.1.0/*"))
+    return _contents(
+        _visible_files("**/checkpoint/sources/*/[0-9]*") + _visible_files("file-source-log-version-2.1.0/*")
+    )
 
 
 @cache
 def state_schemas() -> tuple[bytes, ...]:
-    return _contents(_visible_files("**/state/*/*/_metadata/schema") + _visible_files("**/state/*/*/*/_metadata/schema"))
+    return _contents(
+        _visible_files("**/state/*/*/_metadata/schema") + _visible_files("**/state/*/*/*/_metadata/schema")
+    )
 
 
 @cache
@@ -111,6 +114,7 @@ def rocksdb_zips() -> tuple[bytes, ...]:
 @cache
 def rocksdb_zip_metadata() -> tuple[bytes, ...]:
     """The ``metadata`` entry of each zip (RocksDBCheckpointMetadata), without the zip around it."""
+
     def entry(data: bytes) -> bytes:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return archive.read(ZIP_METADATA_ENTRY)
@@ -121,7 +125,9 @@ def rocksdb_zip_metadata() -> tuple[bytes, ...]:
 @cache
 def unsafe_row_schemas():
     """(key schema, value schema) of the windowed aggregation's store."""
-    family = parse_state_schema_file((UNSAFE_ROW_STORE / "_metadata" / "schema").read_bytes(), source="schema").col_families[0]
+    family = parse_state_schema_file(
+        (UNSAFE_ROW_STORE / "_metadata" / "schema").read_bytes(), source="schema"
+    ).col_families[0]
     return family.key_schema, family.value_schema
 
 

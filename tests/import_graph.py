@@ -22,9 +22,7 @@ def module_name(path: Path) -> str:
 def project_modules() -> dict[str, Path]:
     """Dotted name -> file, for every module of the project's packages."""
     return {
-        module_name(path): path
-        for package in PROJECT_PACKAGES
-        for path in sorted((REPO_ROOT / package).rglob("*.py"))
+        module_name(path): path for package in PROJECT_PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))
     }
 
 

@@ -4,6 +4,7 @@ The apply runs in a forked child whose step hook SIGKILLs the child before its `
 storage step: no exception handler, no ``finally``, nothing flushed. The test then looks at what
 the child left on disk.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -40,5 +41,7 @@ def apply_killed_at(apply, storage_url: str, plan, kill_at: int) -> int:
     if process.exitcode is None:
         process.kill()
         process.join()
-        raise AssertionError(f"the child applying the plan neither ended nor reached step {kill_at} within {CHILD_TIMEOUT_SECONDS} s")
+        raise AssertionError(
+            f"the child applying the plan neither ended nor reached step {kill_at} within {CHILD_TIMEOUT_SECONDS} s"
+        )
     return process.exitcode

@@ -4,6 +4,7 @@ JSON of ``query.recentProgress`` or of a listener), the way Spark's UI reads the
 
     assert_drawn_as_reported(figures, progress)   # figures: the JSON of the runtime-charts endpoint
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,10 @@ def expected_runtime_series(progress: list[dict]) -> dict[str, dict[str, Line]]:
     """Every Runtime chart's traces as Spark reported the batches (durations in ms: short batches)."""
     phases = sorted({phase for p in progress for phase in p["durationMs"]} - {"triggerExecution"})
     series = {
-        "rates": {"input rate": _line(progress, lambda p: _rate(p, "inputRowsPerSecond")),
-                  "process rate": _line(progress, lambda p: _rate(p, "processedRowsPerSecond"))},
+        "rates": {
+            "input rate": _line(progress, lambda p: _rate(p, "inputRowsPerSecond")),
+            "process rate": _line(progress, lambda p: _rate(p, "processedRowsPerSecond")),
+        },
         "input-rows": {"input rows": _line(progress, lambda p: p["numInputRows"])},
         "batch-duration": {"batch duration": _line(progress, lambda p: p["batchDuration"])},
         "phases": {phase: _line(progress, lambda p, phase=phase: p["durationMs"].get(phase, 0)) for phase in phases},
@@ -72,14 +75,21 @@ def _expected_state_series(progress: list[dict], operators: int) -> dict[str, di
     series = {"state-rows": {}, "state-changes": {}, "state-memory": {}, "state-cache": {}}
     for index in range(operators):
         label = f"{index}: {progress[-1]['stateOperators'][index]['operatorName']}"
+
         def figure(key, index=index):
             return lambda p: p["stateOperators"][index][key] if len(p["stateOperators"]) > index else None
+
         series["state-rows"][label] = _line(progress, figure("numRowsTotal"))
         series["state-memory"][label] = _line(progress, figure("memoryUsedBytes"))
         series["state-cache"][label] = _line(
-            progress, lambda p, index=index: _hit_ratio(p["stateOperators"][index]) if len(p["stateOperators"]) > index else None
+            progress,
+            lambda p, index=index: _hit_ratio(p["stateOperators"][index]) if len(p["stateOperators"]) > index else None,
         )
-        for change, key in (("updated", "numRowsUpdated"), ("removed", "numRowsRemoved"), ("dropped by watermark", "numRowsDroppedByWatermark")):
+        for change, key in (
+            ("updated", "numRowsUpdated"),
+            ("removed", "numRowsRemoved"),
+            ("dropped by watermark", "numRowsDroppedByWatermark"),
+        ):
             series["state-changes"][change if operators == 1 else f"{label} {change}"] = _line(progress, figure(key))
     return series
 
@@ -115,7 +125,10 @@ def assert_drawn_as_reported(figures: dict, progress: list[dict]) -> None:
     """Every chart draws, for every batch, what Spark reported; rates within Spark 4's JSON rounding
     (one decimal), since an event log carries them unrounded."""
     drawn = drawn_runtime_series(figures)
-    expected = {part: {name: line for name, line in lines.items() if line.x} for part, lines in expected_runtime_series(progress).items()}
+    expected = {
+        part: {name: line for name, line in lines.items() if line.x}
+        for part, lines in expected_runtime_series(progress).items()
+    }
     assert drawn.keys() == expected.keys()
     for part, lines in expected.items():
         assert drawn[part].keys() == lines.keys(), part

@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 
 from workers.checkpoint import sparktypes as ours
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 def from_spark(value, data_type: T.DataType):
@@ -52,4 +52,6 @@ def spark_rows(frame, partition: int) -> list:
 
 def comparable_rows(rows, schema) -> list:
     """Our DecodedStateRows of one store (``schema``: its StateStoreSchema), comparable."""
-    return sorted((repr(from_ours(r.key, schema.key_schema)), repr(from_ours(r.value, schema.value_schema))) for r in rows)
+    return sorted(
+        (repr(from_ours(r.key, schema.key_schema)), repr(from_ours(r.value, schema.value_schema))) for r in rows
+    )

@@ -42,7 +42,9 @@ def folder_markers(path: Path) -> list[str]:
 
 
 def uses_database(item: pytest.Item) -> bool:
-    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+    return item.get_closest_marker("django_db") is not None or bool(
+        DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    )
 
 
 def assign_markers(item: pytest.Item) -> None:

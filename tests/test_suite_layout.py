@@ -16,9 +16,11 @@ MIXED_FOLDERS = {(), ("dashboards",), ("workers",), ("pipelines",)}
 
 def test_every_folder_with_tests_has_its_marker_or_is_known_to_mix():
     folders = {path.parent.relative_to(TESTS_DIR).parts for path in TESTS_DIR.rglob("test_*.py")}
-    unknown = {folder for folder in folders if folder not in MIXED_FOLDERS and not any(
-        folder[: len(marked)] == marked for marked in FOLDER_MARKERS
-    )}
+    unknown = {
+        folder
+        for folder in folders
+        if folder not in MIXED_FOLDERS and not any(folder[: len(marked)] == marked for marked in FOLDER_MARKERS)
+    }
     assert unknown == set(), "give the folder a marker in tests/suite_layout.py, or add it to MIXED_FOLDERS"
 
 
@@ -34,7 +36,18 @@ def _sqlite_leg_markers() -> str:
 
 
 def _collected(marker_expression: str, *paths: str) -> set[str]:
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marker_expression, *paths]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        marker_expression,
+        *paths,
+    ]
     result = subprocess.run(command, cwd=REPO_DIR, capture_output=True, text=True, timeout=300)
     assert result.returncode in (0, 5), result.stdout + result.stderr  # 5: nothing selected
     return {line.split("::")[0] for line in result.stdout.splitlines() if "::" in line}
@@ -48,4 +61,7 @@ def test_the_sqlite_leg_selects_the_tests_that_use_the_database_and_leaves_the_l
         "tests/spark/test_listener_to_ckptweb.py",  # Spark with the database: the PostgreSQL leg only
         "tests/ui/test_timeline_page.py",  # live_server
     }
-    assert _collected(_sqlite_leg_markers(), *sorted(files)) == {"tests/dashboards/test_views.py", "tests/ui/test_timeline_page.py"}
+    assert _collected(_sqlite_leg_markers(), *sorted(files)) == {
+        "tests/dashboards/test_views.py",
+        "tests/ui/test_timeline_page.py",
+    }

@@ -1,4 +1,5 @@
 """What the UI tests share besides fixtures (the Spark tests that open a page use them too)."""
+
 from __future__ import annotations
 
 import os
@@ -6,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from fixture_paths import REPO_DIR
 
 # Screenshots for a human to look at after a run (git-ignored).
@@ -32,7 +34,13 @@ UI_WAIT_MS = 90_000
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def open_page(*extra_args: str):

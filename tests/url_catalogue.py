@@ -1,4 +1,5 @@
 """Every named URL of the project, for tests that must cover all of them (access, CSRF)."""
+
 from __future__ import annotations
 
 from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, reverse

@@ -1,5 +1,6 @@
 """A real Celery worker process on Redis and the test database, for tests whose behaviour depends on it;
 a private Redis to stop under it, and sends as celery beat makes them."""
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +38,13 @@ def redis_url_or_skip() -> str:
 
 @contextlib.contextmanager
 def celery_worker(
-    redis_url: str, checkpoint_roots: Path, *, pool: str = "solo", env: Mapping[str, str] | None = None,
-    queue: str | None = None, name: str = "celery",
+    redis_url: str,
+    checkpoint_roots: Path,
+    *,
+    pool: str = "solo",
+    env: Mapping[str, str] | None = None,
+    queue: str | None = None,
+    name: str = "celery",
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start `celery worker` on a queue of its own (or ``queue``, to share one), pointed at the
     test database; yield (queue, process)."""
@@ -52,15 +58,32 @@ def celery_worker(
         **(env or {}),
     }
     command = [
-        sys.executable, "-m", "celery", "-A", "ckptweb", "worker", "-Q", queue, f"--pool={pool}",
-        "--concurrency=1", "--loglevel=INFO", "--without-mingle", "--without-gossip", f"--hostname={name}@%h",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "ckptweb",
+        "worker",
+        "-Q",
+        queue,
+        f"--pool={pool}",
+        "--concurrency=1",
+        "--loglevel=INFO",
+        "--without-mingle",
+        "--without-gossip",
+        f"--hostname={name}@%h",
     ]
     # Its output goes to a file, not a pipe: nobody reads a pipe until the worker stops, and a worker
     # logging more than the pipe holds (tracebacks while its database is down) blocks in the write.
     # A session of its own, so that the worker and its pool's children can be killed as a group.
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
-            command, cwd=REPO_DIR, env=worker_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            command,
+            cwd=REPO_DIR,
+            env=worker_env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             yield queue, process
@@ -135,7 +158,17 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        command = [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command = [
+            shutil.which("redis-server"),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self._answers, "redis-server to accept connections", timeout=20)
 

@@ -4,6 +4,7 @@ Each directory keeps a position per event log, so a tail reads only what Spark a
 never a finished file again). A log that fails to read is recorded with its reason and keeps its
 old position; the other logs, and the other directories, are read regardless.
 """
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -26,7 +27,10 @@ from workers.storage_options import open_storage
 
 def tail_all_event_log_directories() -> int:
     """Tail every enabled directory; return how many progress events were stored."""
-    return sum(tail_event_log_directory(pk) for pk in EventLogDirectory.objects.filter(is_enabled=True).values_list("pk", flat=True))
+    return sum(
+        tail_event_log_directory(pk)
+        for pk in EventLogDirectory.objects.filter(is_enabled=True).values_list("pk", flat=True)
+    )
 
 
 def tail_event_log_directory(directory_id: int) -> int:

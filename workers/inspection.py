@@ -7,23 +7,30 @@ logs (each file source's ``sources/<i>`` and the registered file sink's ``_spark
 whose ``.compact`` files are remembered after Spark deletes them so their growth stays visible.
 Reading happens before the database transaction; storing happens inside it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
 
 from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
-from workers.checkpoint import CheckpointStorage, MetadataLogSummary
-from workers.checkpoint import integrity
-from workers.checkpoint.inventory import DirectoryInventory as InventoryRow, TreeListing, build_inventory
+from workers.checkpoint import CheckpointStorage, MetadataLogSummary, integrity
+from workers.checkpoint.inventory import DirectoryInventory as InventoryRow
+from workers.checkpoint.inventory import TreeListing, build_inventory
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
 from workers.state_fanout import fanout_needed, start_state_scan
-from workers.state_partitions import delete_state_partitions_except, refresh_state_totals, stored_state_commits, store_state_partitions
+from workers.state_partitions import (
+    delete_state_partitions_except,
+    refresh_state_totals,
+    store_state_partitions,
+    stored_state_commits,
+)
 from workers.storage_options import open_storage
 
 SEVERITY = {"error": Finding.Severity.ERROR, "warning": Finding.Severity.WARNING, "info": Finding.Severity.INFO}
@@ -56,7 +63,9 @@ def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
     return open_storage(checkpoint.sink_log_url)
 
 
-def walk_checkpoint(storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint) -> integrity.CheckpointFacts:
+def walk_checkpoint(
+    storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint
+) -> integrity.CheckpointFacts:
     """List the checkpoint (and the sink's log) once and read what a restart reads; never raises for damage.
 
     A reconcile due in the same sync takes its listing of offsets/ and commits/ from this walk
@@ -100,7 +109,9 @@ def read_inspection(
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
-    return Inspection(logs, inventory, integrity.run_checks(facts), state, unreadable, version if fan_out else None, fan_out)
+    return Inspection(
+        logs, inventory, integrity.run_checks(facts), state, unreadable, version if fan_out else None, fan_out
+    )
 
 
 def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
@@ -146,7 +157,10 @@ def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetim
         },
     )
     CompactFile.objects.bulk_create(
-        [CompactFile(log=log, batch_id=batch_id, size_bytes=size, first_seen_at=now) for batch_id, size in summary.compact_file_bytes],
+        [
+            CompactFile(log=log, batch_id=batch_id, size_bytes=size, first_seen_at=now)
+            for batch_id, size in summary.compact_file_bytes
+        ],
         ignore_conflicts=True,
     )
     return log
@@ -154,9 +168,17 @@ def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetim
 
 def _inventory_row(checkpoint: Checkpoint, row: InventoryRow, now: datetime) -> DirectoryInventory:
     return DirectoryInventory(
-        checkpoint=checkpoint, taken_at=now, path=row.path, kind=row.kind, files=row.files, size_bytes=row.bytes,
-        small_files=row.small_files, oldest_batch_id=row.oldest_batch, newest_batch_id=row.newest_batch,
-        list_requests=row.list_requests, get_requests=row.get_requests,
+        checkpoint=checkpoint,
+        taken_at=now,
+        path=row.path,
+        kind=row.kind,
+        files=row.files,
+        size_bytes=row.bytes,
+        small_files=row.small_files,
+        oldest_batch_id=row.oldest_batch,
+        newest_batch_id=row.newest_batch,
+        list_requests=row.list_requests,
+        get_requests=row.get_requests,
     )
 
 
@@ -164,7 +186,11 @@ def _store_findings(checkpoint: Checkpoint, findings: list[integrity.Finding], n
     """Upsert one row per (code, path); resolve the open ones this pass did not find again."""
     current = Q(pk__in=[])
     for finding in findings:
-        figures = {"severity": SEVERITY[finding.severity], "message": finding.message, "restart_impact": finding.restart_impact}
+        figures = {
+            "severity": SEVERITY[finding.severity],
+            "message": finding.message,
+            "restart_impact": finding.restart_impact,
+        }
         Finding.objects.update_or_create(
             checkpoint=checkpoint,
             code=finding.code,

@@ -3,9 +3,11 @@
 ``workers.checkpoint.maintenance.actions`` knows the actions; this module knows where a
 Checkpoint row's files are (its URL, the sink log it registered) and the settings that apply.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 
@@ -36,7 +38,9 @@ def plan(checkpoint: Checkpoint, action: str, parameters: Mapping[str, Any], *, 
     )
 
 
-def apply(checkpoint: Checkpoint, parameters: Mapping[str, Any], plan: MaintenancePlan, *, on_step: StepHook) -> AppliedPlan:
+def apply(
+    checkpoint: Checkpoint, parameters: Mapping[str, Any], plan: MaintenancePlan, *, on_step: StepHook
+) -> AppliedPlan:
     """Apply a confirmed, re-checked plan on the storage it was made for (``parameters``: the request's)."""
     storage, sink = _storages(checkpoint)
     return apply_action(storage, plan, parameters, sink_storage=sink, on_step=on_step)

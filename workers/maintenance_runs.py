@@ -7,6 +7,7 @@ and the fresh plan contain (``restrict_to_confirmed``), renews its lease at ever
 records the result. A worker killed at any point leaves the run RUNNING with a lease that
 expires; ``resume_interrupted`` hands it to another worker, which finishes the same plan.
 """
+
 from __future__ import annotations
 
 import logging
@@ -92,7 +93,7 @@ def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> Mainten
 
 
 def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
-    """"query-stopped" as the listener sees it: no progress event of this checkpoint's batches received lately.
+    """ "query-stopped" as the listener sees it: no progress event of this checkpoint's batches received lately.
 
     As in the health model (CheckpointQuerySet.with_status_facts), progress of a batch past this
     checkpoint's newest + 1 is another checkpoint's of the same query id (a copy, a restored
@@ -103,16 +104,22 @@ def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
     progress = BatchProgress.objects.filter(query=checkpoint.query)
     if checkpoint.latest_batch_id is not None:
         progress = progress.filter(batch_id__lte=checkpoint.latest_batch_id + 1)
-    latest = progress.order_by("-received_at").values_list("received_at", flat=True).first() if checkpoint.query_id else None
+    latest = (
+        progress.order_by("-received_at").values_list("received_at", flat=True).first() if checkpoint.query_id else None
+    )
     if latest is None or now - latest >= timedelta(seconds=quiet):
-        detail = "no progress received for this checkpoint's batches" if latest is None else f"last progress received {int((now - latest).total_seconds())} s ago"
+        detail = (
+            "no progress received for this checkpoint's batches"
+            if latest is None
+            else f"last progress received {int((now - latest).total_seconds())} s ago"
+        )
         return Precondition("query-stopped", True, detail)
     ago = max(0, int((now - latest).total_seconds()))
     return Precondition("query-stopped", False, f"the query reported progress {ago} s ago; it is running")
 
 
 def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Precondition:
-    """"query-stopped" on this server's clock: no sync lately found a batch the sync before it had not.
+    """ "query-stopped" on this server's clock: no sync lately found a batch the sync before it had not.
 
     File dates come from the storage's clock or a writer's, which can be off (the library reads
     the storage's, but a client that stamps its own files can still lie); the times of our own
@@ -120,24 +127,31 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
     commits, prove a batch was written within it.
     """
     since = now - timedelta(seconds=settings.MAINTENANCE_QUIET_SECONDS)
-    syncs = list(run.checkpoint.sync_runs.read_to_the_end_since(since).values("started_at", "new_batches", "new_commits"))
+    syncs = list(
+        run.checkpoint.sync_runs.read_to_the_end_since(since).values("started_at", "new_batches", "new_commits")
+    )
     for earlier, later in zip(syncs, syncs[1:]):
         if later["new_batches"] or later["new_commits"]:
             found = f"{later['new_batches']} new batch(es) and {later['new_commits']} new commit(s)"
             ago = int((now - later["started_at"]).total_seconds())
             since_earlier = int((later["started_at"] - earlier["started_at"]).total_seconds())
             return Precondition(
-                "query-stopped", False,
+                "query-stopped",
+                False,
                 f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; the query is running",
             )
-    return Precondition("query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch")
+    return Precondition(
+        "query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch"
+    )
 
 
 def _no_other_run(run: MaintenanceRun) -> Precondition:
     other = MaintenanceRun.objects.active().filter(checkpoint=run.checkpoint).exclude(pk=run.pk).first()
     if other is None:
         return Precondition("no-other-maintenance", True, "no other maintenance run is queued or running")
-    return Precondition("no-other-maintenance", False, f"run #{other.pk} ({other.get_action_display()}) is {other.status}")
+    return Precondition(
+        "no-other-maintenance", False, f"run #{other.pk} ({other.get_action_display()}) is {other.status}"
+    )
 
 
 def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
@@ -151,7 +165,10 @@ def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
     run.started_at = run.started_at or now
     run.save(update_fields=["attempts", "started_at"])
     AuditEntry.record(
-        AuditEntry.Event.RESUMED if resumed else AuditEntry.Event.STARTED, actor_name="worker", run=run, detail=f"worker {owner}"
+        AuditEntry.Event.RESUMED if resumed else AuditEntry.Event.STARTED,
+        actor_name="worker",
+        run=run,
+        detail=f"worker {owner}",
     )
     try:
         return _apply(run, owner=owner)
@@ -178,7 +195,9 @@ def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
     failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
     if failed:
         reasons = "; ".join(f"{p.name}: {p.detail}" for p in failed)
-        return _finish(run, MaintenanceRun.Status.REFUSED, owner=owner, error=f"preconditions no longer hold: {reasons}")
+        return _finish(
+            run, MaintenanceRun.Status.REFUSED, owner=owner, error=f"preconditions no longer hold: {reasons}"
+        )
     hook = _ProgressHook(run, owner=owner)
     applied = maintenance_actions.apply(run.checkpoint, run.parameters, plan, on_step=hook)
     result = {
@@ -238,7 +257,9 @@ def _fire_failpoint() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _finish(run: MaintenanceRun, status: str, *, owner: str, result: dict | None = None, error: str = "") -> MaintenanceRun:
+def _finish(
+    run: MaintenanceRun, status: str, *, owner: str, result: dict | None = None, error: str = ""
+) -> MaintenanceRun:
     """Record the end, only while ``owner`` still holds the run: a worker that stalled past its lease
     while another took the run over writes nothing, and the run as the new owner has it is returned."""
     run.refresh_from_db(fields=["steps_done", "steps_total", "current_step"])
@@ -247,10 +268,20 @@ def _finish(run: MaintenanceRun, status: str, *, owner: str, result: dict | None
     if status == MaintenanceRun.Status.SUCCEEDED:
         run.steps_done = run.steps_total
     ended = MaintenanceRun.objects.filter(pk=run.pk, worker=owner, status=MaintenanceRun.Status.RUNNING).update(
-        status=run.status, finished_at=run.finished_at, lease_until=None, result=run.result, error=run.error, steps_done=run.steps_done
+        status=run.status,
+        finished_at=run.finished_at,
+        lease_until=None,
+        result=run.result,
+        error=run.error,
+        steps_done=run.steps_done,
     )
     if not ended:
-        log.warning("maintenance run #%s was taken over by another worker before %s could record its end (%s)", run.pk, owner, status)
+        log.warning(
+            "maintenance run #%s was taken over by another worker before %s could record its end (%s)",
+            run.pk,
+            owner,
+            status,
+        )
         return MaintenanceRun.objects.get(pk=run.pk)
     event = {
         MaintenanceRun.Status.SUCCEEDED: AuditEntry.Event.SUCCEEDED,
@@ -291,7 +322,11 @@ def start_policy_run(policy_id: int, *, now: datetime | None = None) -> int | No
     if not policy.is_enabled:
         return None
     run = MaintenanceRun.objects.create(
-        checkpoint=policy.checkpoint, action=policy.action, parameters=policy.parameters, policy=policy, requested_at=now
+        checkpoint=policy.checkpoint,
+        action=policy.action,
+        parameters=policy.parameters,
+        policy=policy,
+        requested_at=now,
     )
     AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor_name="policy", run=run, detail=policy.reason)
     run = make_plan(run.pk, now=now)

@@ -14,6 +14,7 @@ checkpoint, for ever. Celery beat runs ``prune_history`` hourly:
 Each checkpoint is pruned in chunks of PRUNE_CHUNK_ROWS, one transaction each. On PostgreSQL
 the runs of a chunk are locked with SKIP LOCKED, so two prunes at once fold disjoint rows.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta

@@ -4,6 +4,7 @@ A task sent with an explicit ``queue=`` keeps it (Celery gives explicit options 
 routers). Syncs of checkpoints on a storage scheme named in CKPTWEB_SYNC_QUEUES_BY_SCHEME go to
 that scheme's queue, so each backend gets the concurrency of the workers consuming its queue.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,7 +32,9 @@ def sync_queue_for(url: str) -> str:
     return settings.SYNC_QUEUES_BY_SCHEME.get(storage_scheme(url), settings.TASK_QUEUES["sync"])
 
 
-def route_task(name: str, args: tuple, kwargs: dict, options: dict, task: Any = None, **_: Any) -> dict[str, str] | None:
+def route_task(
+    name: str, args: tuple, kwargs: dict, options: dict, task: Any = None, **_: Any
+) -> dict[str, str] | None:
     """Celery router (settings.CELERY_TASK_ROUTES)."""
     kind = TASK_KINDS.get(name)
     if kind is None:

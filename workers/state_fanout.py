@@ -11,6 +11,7 @@ chunk that brings chunks_done to chunks marks the scan finished: the join needs 
 backend, so it works on the embedded broker too. A chunk of a scan that a newer one superseded
 skips the reading.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,9 +50,15 @@ def start_state_scan(
     """Create the scan and its chunks; the task shell that ran the sync queues them (chunks_to_count)."""
     chunks = partition_chunks(partitions, settings.STATE_FANOUT_CHUNK_PARTITIONS)
     scan = StateScan.objects.create(
-        checkpoint=checkpoint, version=version, partitions=sum(len(chunk) for chunk in chunks), chunks=len(chunks), started_at=now
+        checkpoint=checkpoint,
+        version=version,
+        partitions=sum(len(chunk) for chunk in chunks),
+        chunks=len(chunks),
+        started_at=now,
     )
-    StateScanChunk.objects.bulk_create(StateScanChunk(scan=scan, index=index, partitions=chunk) for index, chunk in enumerate(chunks))
+    StateScanChunk.objects.bulk_create(
+        StateScanChunk(scan=scan, index=index, partitions=chunk) for index, chunk in enumerate(chunks)
+    )
     return scan
 
 
@@ -89,10 +96,16 @@ def _read_chunk(
     """Summaries of the chunk's store directories; storage that fails costs the chunk, not the scan."""
     storage = open_storage(checkpoint.url)
     try:
-        stores = [store for operator, partition in pairs for store in list_partition_stores(storage, operator, partition)]
+        stores = [
+            store for operator, partition in pairs for store in list_partition_stores(storage, operator, partition)
+        ]
         summaries = summarize_state_stores(
-            storage, stores, version=version, conf=state_conf(checkpoint.batches.latest_conf()),
-            commits=stored_state_commits(checkpoint), max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
+            storage,
+            stores,
+            version=version,
+            conf=state_conf(checkpoint.batches.latest_conf()),
+            commits=stored_state_commits(checkpoint),
+            max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
         )
     except CheckpointError as exc:
         logger.warning("state scan of %s: chunk %s not counted: %s", checkpoint, pairs, exc)
@@ -102,7 +115,12 @@ def _read_chunk(
 
 @transaction.atomic
 def _finish_chunk(
-    chunk: StateScanChunk, summaries: list[StatePartitionSummary], calls: StorageCalls, errors: int, worker: str, now: datetime
+    chunk: StateScanChunk,
+    summaries: list[StatePartitionSummary],
+    calls: StorageCalls,
+    errors: int,
+    worker: str,
+    now: datetime,
 ) -> None:
     if not StateScanChunk.objects.filter(pk=chunk.pk, done_at__isnull=True).update(done_at=now, worker=worker):
         return  # another delivery of the same task got here first
@@ -110,7 +128,11 @@ def _finish_chunk(
     refresh_state_totals(chunk.scan.checkpoint)
     scans = StateScan.objects.filter(pk=chunk.scan_id)
     scans.update(
-        chunks_done=F("chunks_done") + 1, list_calls=F("list_calls") + calls.list, info_calls=F("info_calls") + calls.info,
-        read_calls=F("read_calls") + calls.read, bytes_read=F("bytes_read") + calls.bytes_read, error_count=F("error_count") + errors,
+        chunks_done=F("chunks_done") + 1,
+        list_calls=F("list_calls") + calls.list,
+        info_calls=F("info_calls") + calls.info,
+        read_calls=F("read_calls") + calls.read,
+        bytes_read=F("bytes_read") + calls.bytes_read,
+        error_count=F("error_count") + errors,
     )
     scans.filter(chunks_done=F("chunks"), finished_at__isnull=True).update(finished_at=now)

@@ -17,6 +17,7 @@ Spark's maintenance deleted, SST files and snapshots written after the sync look
 full pass's to see. On an object store this runs at most once per CKPTWEB_STATE_FOLLOW_MIN_SECONDS
 per checkpoint; a checkpoint without state costs no storage call.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,8 @@ from django.db.models import Max
 from dashboards.models import Checkpoint, StatePartition
 from workers.checkpoint import CheckpointError, CheckpointStorage, MissingFileError, list_partition_stores
 from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
-from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state_keys
+from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statekeys import HEADER_BYTES, StateKeys, parse_state_keys, parse_state_keys_header
 from workers.checkpoint.statesummary import StateConf, state_conf, summarize_state_stores
 from workers.state_partitions import FILE_FIGURES, refresh_state_totals, stored_state_commits
@@ -48,8 +49,16 @@ FOLLOWED_PROVIDERS = ("hdfs", "rocksdb")
 # A partition this many versions behind is read cold instead: what one sync reads stays bounded.
 MAX_FOLLOWED_VERSIONS = 1_000
 FOLLOWED_FIELDS = (
-    "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes", "bytes_on_disk",
-    "rows", "rows_version", "note", "updated_at",
+    "latest_version",
+    "snapshot_version",
+    "delta_chain",
+    "load_files",
+    "load_bytes",
+    "bytes_on_disk",
+    "rows",
+    "rows_version",
+    "note",
+    "updated_at",
 )
 
 
@@ -170,8 +179,13 @@ def _usable_keys(row: StatePartition, keys: StateKeys | None, target: int) -> St
 
 
 def _follow_partition(
-    checkpoint: Checkpoint, storage: CheckpointStorage, row: StatePartition, keys: StateKeys | None,
-    target: int, conf: StateConf, commits: Mapping[int, Any],
+    checkpoint: Checkpoint,
+    storage: CheckpointStorage,
+    row: StatePartition,
+    keys: StateKeys | None,
+    target: int,
+    conf: StateConf,
+    commits: Mapping[int, Any],
 ) -> None:
     """Follow one partition to ``target`` (cold when it must), updating ``row`` and its key-set file."""
     path = keys_path(checkpoint, row)
@@ -179,7 +193,9 @@ def _follow_partition(
         try:
             if keys is None:
                 raise MissingFileError(str(path), "no key set kept")
-            followed = follow_store(storage, row.path, row.provider, keys, target, conf=conf, unique_ids=_unique_ids(row, commits))
+            followed = follow_store(
+                storage, row.path, row.provider, keys, target, conf=conf, unique_ids=_unique_ids(row, commits)
+            )
         except MissingFileError:
             followed = _read_cold(storage, row, target, conf, commits)
     except CheckpointError as exc:
@@ -205,7 +221,12 @@ def _read_cold(
         raise MissingFileError(row.path, "the store directory is gone")
     unique_ids = _unique_ids(row, commits)
     keys = read_state_keys(
-        storage, store, target, conf=conf, unique_id=unique_ids.get(target), max_read_bytes=settings.STATE_ROWS_MAX_BYTES
+        storage,
+        store,
+        target,
+        conf=conf,
+        unique_id=unique_ids.get(target),
+        max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     (summary,) = summarize_state_stores(storage, [store], version=None, conf=conf, commits=commits)
     for name in FILE_FIGURES:

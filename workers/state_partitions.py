@@ -1,5 +1,6 @@
 """StatePartition rows: written by the full pass (workers.inspection) and by the state-scan chunks
 (workers.state_fanout), in a few queries whatever the number of partitions."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -13,7 +14,14 @@ from workers.checkpoint.statesummary import StatePartitionSummary
 
 # The figures a listing gives, and those counting the rows gives.
 FILE_FIGURES = (
-    "provider", "path", "latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes", "bytes_on_disk",
+    "provider",
+    "path",
+    "latest_version",
+    "snapshot_version",
+    "delta_chain",
+    "load_files",
+    "load_bytes",
+    "bytes_on_disk",
 )
 ROW_FIGURES = ("rows", "rows_version", "note")
 KEY = ("checkpoint", "operator", "partition", "store")
@@ -30,8 +38,12 @@ def store_state_partitions(
     figures = FILE_FIGURES + ROW_FIGURES if with_rows else FILE_FIGURES
     rows = [
         StatePartition(
-            checkpoint=checkpoint, operator=summary.operator, partition=summary.partition, store=summary.store,
-            updated_at=now, **{name: getattr(summary, name) for name in figures},
+            checkpoint=checkpoint,
+            operator=summary.operator,
+            partition=summary.partition,
+            store=summary.store,
+            updated_at=now,
+            **{name: getattr(summary, name) for name in figures},
         )
         for summary in partitions
     ]

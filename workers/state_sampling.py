@@ -4,6 +4,7 @@ The web process never reads storage: the page creates a StateSample row and queu
 worker lists the partition's directory, finds the store's schema, rebuilds the map at the
 requested version and stores up to SAMPLE_ROWS decoded rows (or the reason it could not).
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,28 +56,43 @@ def _decode_into(sample: StateSample) -> None:
     entries = storage.list_dir(partition.path)
     sample.files = [[info.name, info.size] for info in entries if not info.is_dir]
     if partition.load_bytes and partition.load_bytes > settings.STATE_ROWS_MAX_BYTES:
-        raise CheckpointError(partition.path, f"not decoded: loading it reads {partition.load_bytes} bytes (CKPTWEB_STATE_ROWS_MAX_BYTES)")
+        raise CheckpointError(
+            partition.path, f"not decoded: loading it reads {partition.load_bytes} bytes (CKPTWEB_STATE_ROWS_MAX_BYTES)"
+        )
     schema = find_store_schema(storage, partition.operator, partition.store)
     if schema is None:
         raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
     sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
     conf = state_conf(checkpoint.batches.latest_conf())
     store_dir = StateStoreDir(
-        partition.operator, partition.partition, partition.store, partition.path,
+        partition.operator,
+        partition.partition,
+        partition.store,
+        partition.path,
         tuple(StateFileInfo(info.name, info.size, info.is_dir) for info in entries),
     )
 
     def decode(version: int) -> list:
         return sample_state_rows(
-            storage, store_dir, version, limit=SAMPLE_ROWS, key_schema=schema.key_schema,
-            value_schema=schema.value_schema, codec=conf.codec, row_checksum=conf.row_checksum,
-            unique_id=_state_unique_id(partition, version), max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
+            storage,
+            store_dir,
+            version,
+            limit=SAMPLE_ROWS,
+            key_schema=schema.key_schema,
+            value_schema=schema.value_schema,
+            codec=conf.codec,
+            row_checksum=conf.row_checksum,
+            unique_id=_state_unique_id(partition, version),
+            max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
         )
 
     try:
         rows = decode(sample.version)
     except MissingFileError as gone:
-        requested, sample.version = sample.version, _newest_committed_version(store_dir, sample.version, checkpoint.latest_committed_batch_id, gone)
+        requested, sample.version = (
+            sample.version,
+            _newest_committed_version(store_dir, sample.version, checkpoint.latest_committed_batch_id, gone),
+        )
         rows = decode(sample.version)
         sample.note = (
             f"Version {requested}, the newest the last sync knew of, was cleaned up by Spark's maintenance "

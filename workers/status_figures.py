@@ -9,6 +9,7 @@ progress the median batch duration and the mean input and processed rates.
 Progress is matched by query id and batch id up to the checkpoint's own latest batch, so a copy
 of a checkpoint (same query id, fewer batches) never takes the live query's newer figures.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -62,7 +63,9 @@ def _progress_of(checkpoint: Checkpoint, *, first_batch: int) -> list[dict]:
     rows = BatchProgress.objects.filter(
         query_id=checkpoint.query_id, batch_id__gte=first_batch, batch_id__lte=checkpoint.latest_batch_id
     ).order_by("batch_id")
-    return list(rows.values("batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"))
+    return list(
+        rows.values("batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second")
+    )
 
 
 def _mean(values) -> float | None:

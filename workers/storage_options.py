@@ -5,6 +5,7 @@ S3-compatible store) comes from ``CKPTWEB_S3_*`` settings, and credentials from 
 chain (for s3fs: boto's AWS_* variables, ~/.aws files, instance roles), so no secret is ever
 stored in the database or shown in the admin.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,12 +15,13 @@ from django.conf import settings
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
 
-
 # A registration form looks the path up while the person waits: one attempt, a few seconds at most.
 REGISTRATION_CHECK_TIMEOUT_SECONDS = 5
 
 
-def storage_options_for(url: str, *, timeout_seconds: float | None = None, max_attempts: int | None = None) -> dict[str, Any]:
+def storage_options_for(
+    url: str, *, timeout_seconds: float | None = None, max_attempts: int | None = None
+) -> dict[str, Any]:
     """Return the fsspec storage options for a checkpoint URL (empty for local paths).
 
     Timeout and attempts default to CKPTWEB_STORAGE_TIMEOUT_SECONDS and CKPTWEB_STORAGE_MAX_ATTEMPTS.
@@ -31,7 +33,8 @@ def storage_options_for(url: str, *, timeout_seconds: float | None = None, max_a
     timeout = settings.STORAGE_TIMEOUT_SECONDS if timeout_seconds is None else timeout_seconds
     options: dict[str, Any] = {
         "config_kwargs": {
-            "connect_timeout": timeout, "read_timeout": timeout,
+            "connect_timeout": timeout,
+            "read_timeout": timeout,
             "retries": {"max_attempts": max_attempts or settings.STORAGE_MAX_ATTEMPTS, "mode": "standard"},
             # A connection for each read a first sync keeps in flight (CheckpointStorage.read_many).
             "max_pool_connections": REMOTE_READS_IN_FLIGHT,

@@ -13,6 +13,7 @@ runs with it.
 Spark writes offsets/N and commits/N once and never rewrites them, so a file read is never read
 again. Rows of batches Spark has since purged are kept: they are the query's history.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,18 +31,6 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, StatePartition, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
-from workers.inspection import (
-    Inspection,
-    inspection_due,
-    listing_of_logs,
-    read_inspection,
-    sink_log_storage,
-    store_inspection,
-    walk_checkpoint,
-)
-from workers.state_follow import read_state_follow, store_state_follow
-from workers.status_figures import refresh_status_figures
-from workers.storage_options import open_storage
 from workers.checkpoint import (
     MAX_PROBES_PER_SYNC,
     CheckpointError,
@@ -58,6 +47,18 @@ from workers.checkpoint import (
 )
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.readahead import ReadAhead, read_ahead
+from workers.inspection import (
+    Inspection,
+    inspection_due,
+    listing_of_logs,
+    read_inspection,
+    sink_log_storage,
+    store_inspection,
+    walk_checkpoint,
+)
+from workers.state_follow import read_state_follow, store_state_follow
+from workers.status_figures import refresh_status_figures
+from workers.storage_options import open_storage
 
 # The most offsets files one probe reads: a query far ahead is caught up over several syncs, and
 # what a sync holds in memory stays bounded whatever the history.
@@ -120,7 +121,9 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         sink = sink_log_storage(checkpoint)
         # The full pass walks first, so that a reconcile due with it lists nothing twice.
         facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
-        is_reconcile = reconcile_due(checkpoint, run.started_at) or _behind_sparks_purge(checkpoint, listing_of_logs(facts))
+        is_reconcile = reconcile_due(checkpoint, run.started_at) or _behind_sparks_purge(
+            checkpoint, listing_of_logs(facts)
+        )
         findings = SyncFindings(is_reconcile=is_reconcile)
         run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
         with _collector_skips_what_exists_now(), storage.reusing_directories():
@@ -128,7 +131,9 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
             findings.root_problem = _root_problem(checkpoint, storage, findings)
             inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
             # The full pass has just read the state: following it as well would read it twice.
-            followed = read_state_follow(checkpoint, storage, findings.new_commits, run.started_at) if facts is None else []
+            followed = (
+                read_state_follow(checkpoint, storage, findings.new_commits, run.started_at) if facts is None else []
+            )
             _store_findings(checkpoint, run, [storage, sink], findings, inspection, followed)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
@@ -193,7 +198,9 @@ def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
     return last is None or now - last >= timedelta(seconds=settings.RECONCILE_INTERVAL_SECONDS)
 
 
-def _read_new_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, listing: TreeListing | None) -> None:
+def _read_new_files(
+    checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, listing: TreeListing | None
+) -> None:
     """Read the files not read before; a reconcile lists offsets/ and commits/, or takes them from ``listing``."""
     if checkpoint.query_id is None:
         findings.query_id = _find_query_id(storage, findings)
@@ -222,14 +229,18 @@ def _read_probed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
     # Their names are known, so a catch-up after downtime reads them ahead on an object store.
     for source, window in _windows_read_ahead(storage, wanted, lambda batch_id: (f"commits/{batch_id}",)):
         for batch_id in window:
-            _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source, missing_ok=True)
+            _collect(
+                findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, source, missing_ok=True
+            )
 
 
 def _latest_committed(checkpoint: Checkpoint) -> int:
     return -1 if checkpoint.latest_committed_batch_id is None else checkpoint.latest_committed_batch_id
 
 
-def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, lister: TreeListing | CheckpointStorage) -> None:
+def _read_listed_files(
+    checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, lister: TreeListing | CheckpointStorage
+) -> None:
     offset_ids = list_batch_ids(lister, "offsets")
     findings.earliest_batch_id = offset_ids[0] if offset_ids else None
     commit_ids = set(list_batch_ids(lister, "commits"))
@@ -244,7 +255,9 @@ def _read_listed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findi
         _collect(findings.new_commits, findings, batch_id, f"commits/{batch_id}", read_commit, storage)
 
 
-def _read_batches(storage: CheckpointStorage, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]) -> None:
+def _read_batches(
+    storage: CheckpointStorage, findings: SyncFindings, batch_ids: list[int], commit_ids: set[int]
+) -> None:
     """Read offsets/N, and commits/N where listed, of each batch."""
 
     def files_of(batch_id: int) -> tuple[str, ...]:
@@ -286,7 +299,14 @@ def _store_chunk(checkpoint: Checkpoint, findings: SyncFindings) -> None:
 
 
 def _collect(
-    into: dict, findings: SyncFindings, batch_id: int, path: str, reader, storage: CheckpointStorage | ReadAhead, *, missing_ok: bool = False
+    into: dict,
+    findings: SyncFindings,
+    batch_id: int,
+    path: str,
+    reader,
+    storage: CheckpointStorage | ReadAhead,
+    *,
+    missing_ok: bool = False,
 ) -> None:
     """Read one log entry into ``into``; a file that cannot be read becomes a problem.
 
@@ -325,7 +345,9 @@ def _uncommitted_batch_ids(checkpoint: Checkpoint, commit_ids: set[int]) -> set[
     return set(rows.values_list("batch_id", flat=True))
 
 
-def _batch_row(checkpoint: Checkpoint, batch_id: int, offset_seq: OffsetSeq, commit: CommitMetadata | None) -> dict[str, Any]:
+def _batch_row(
+    checkpoint: Checkpoint, batch_id: int, offset_seq: OffsetSeq, commit: CommitMetadata | None
+) -> dict[str, Any]:
     """The column values of a new Batch row (see BatchQuerySet.insert_rows)."""
     metadata = offset_seq.metadata
     row = {
@@ -379,10 +401,13 @@ def _store_findings(
     _finish_run(run, [s for s in storages if s is not None], findings)
 
 
-def _store_batches(checkpoint: Checkpoint, new_offsets: dict[int, OffsetSeq], new_commits: dict[int, CommitMetadata]) -> None:
+def _store_batches(
+    checkpoint: Checkpoint, new_offsets: dict[int, OffsetSeq], new_commits: dict[int, CommitMetadata]
+) -> None:
     """Insert the new batches; mark the known ones whose commit arrived late."""
     Batch.objects.insert_rows(
-        _batch_row(checkpoint, batch_id, offset_seq, new_commits.get(batch_id)) for batch_id, offset_seq in sorted(new_offsets.items())
+        _batch_row(checkpoint, batch_id, offset_seq, new_commits.get(batch_id))
+        for batch_id, offset_seq in sorted(new_offsets.items())
     )
     late_commits = {b: c for b, c in new_commits.items() if b not in new_offsets}
     for batch_id in checkpoint.batches.filter(batch_id__in=late_commits).values_list("batch_id", flat=True):
@@ -400,7 +425,12 @@ def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError],
             checkpoint=checkpoint,
             path=path,
             defaults={"error_type": type(exc).__name__, "reason": str(exc), "last_seen_at": now, "resolved_at": None},
-            create_defaults={"error_type": type(exc).__name__, "reason": str(exc), "first_seen_at": now, "last_seen_at": now},
+            create_defaults={
+                "error_type": type(exc).__name__,
+                "reason": str(exc),
+                "first_seen_at": now,
+                "last_seen_at": now,
+            },
         )
     checkpoint.issues.open().exclude(path__in=list(problems)).update(resolved_at=now)
 
@@ -427,7 +457,12 @@ def _refresh_health(checkpoint: Checkpoint, now: datetime, findings: SyncFinding
     checkpoint.root_problem = findings.root_problem
     checkpoint.save(
         update_fields=[
-            "latest_batch_id", "latest_batch_at", "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at", "root_problem",
+            "latest_batch_id",
+            "latest_batch_at",
+            "latest_committed_batch_id",
+            "uncommitted_batch_count",
+            "last_synced_at",
+            "root_problem",
         ]
     )
 

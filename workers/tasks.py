@@ -1,5 +1,6 @@
 """Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_fanout,
 workers.state_sampling, workers.maintenance_runs, workers.retention). Their queues: workers.routing."""
+
 import os
 
 from celery import shared_task

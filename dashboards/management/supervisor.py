@@ -5,6 +5,7 @@ worker killed by the OOM killer, a crash in a dependency): the supervisor restar
 exited and prints which one and why. A child that keeps dying (RESTART_LIMIT exits within
 RESTART_WINDOW_SECONDS) is given up, loudly, and the others go on.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,8 +60,10 @@ class Supervisor:
         status = _describe_status(child.process.returncode)
         if len(child.exits) > RESTART_LIMIT:
             child.given_up = True
-            self.say(f"demo: {child.name} {status}, its {len(child.exits)}th exit in {RESTART_WINDOW_SECONDS} s: "
-                     "not restarted again; the other processes go on")
+            self.say(
+                f"demo: {child.name} {status}, its {len(child.exits)}th exit in {RESTART_WINDOW_SECONDS} s: "
+                "not restarted again; the other processes go on"
+            )
             return
         child.process = _popen(child.command, child.restart_kwargs)
         self.say(f"demo: {child.name} {status}; restarted it (pid {child.process.pid})")

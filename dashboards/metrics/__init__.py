@@ -2,6 +2,7 @@
 
 docs/metrics.md lists every family. ``metrics`` is the view; ``REGISTRY`` holds the collector.
 """
+
 from .collector import REGISTRY, CkptwebCollector, build_registry
 from .views import metrics
 

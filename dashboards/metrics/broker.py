@@ -4,6 +4,7 @@ The one place the web process opens a broker connection for reading. It asks the
 Celery is configured with (Redis, or the embedded filesystem transport) through kombu, with a
 short timeout, and answers None instead of raising when the broker cannot be reached.
 """
+
 from __future__ import annotations
 
 import logging

@@ -5,6 +5,7 @@ subqueries that each use an index: the newest batch's timestamp and watermark, t
 sync run, the newest progress report, the count of open sync issues. ``read_checkpoints`` is query 1 of a
 scrape; the other modules take its rows and labels.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -34,10 +35,14 @@ def read_checkpoints() -> list[dict]:
     ).order_by("-batch_id")
     open_issues = (
         SyncIssue.objects.filter(checkpoint=OuterRef("pk"), resolved_at__isnull=True)
-        .order_by().values("checkpoint").annotate(n=Count("pk")).values("n")
+        .order_by()
+        .values("checkpoint")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     return list(
-        Checkpoint.objects.active().order_by("name")
+        Checkpoint.objects.active()
+        .order_by("name")
         .annotate(
             query_uuid=F("query__query_id"),
             query_name=F("query__name"),
@@ -48,9 +53,22 @@ def read_checkpoints() -> list[dict]:
             open_issue_count=Coalesce(Subquery(open_issues, output_field=IntegerField()), Value(0)),
         )
         .values(
-            "pk", "name", "query_uuid", "query_name", "is_enabled", "sync_interval_seconds", "latest_batch_id",
-            "latest_committed_batch_id", "uncommitted_batch_count", "last_synced_at", "last_inspected_at",
-            "latest_timestamp_ms", "latest_watermark_ms", "last_run_pk", "progress_pk", "open_issue_count",
+            "pk",
+            "name",
+            "query_uuid",
+            "query_name",
+            "is_enabled",
+            "sync_interval_seconds",
+            "latest_batch_id",
+            "latest_committed_batch_id",
+            "uncommitted_batch_count",
+            "last_synced_at",
+            "last_inspected_at",
+            "latest_timestamp_ms",
+            "latest_watermark_ms",
+            "last_run_pk",
+            "progress_pk",
+            "open_issue_count",
         )
     )
 
@@ -65,20 +83,27 @@ def checkpoint_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
         "enabled": gauge("checkpoint_enabled", "1 if the checkpoint is synced, 0 if disabled."),
         "sync_interval_seconds": gauge("checkpoint_sync_interval_seconds", "Configured interval between two syncs."),
         "latest_batch_id": gauge("checkpoint_latest_batch_id", "Newest batch id in the offset log (offsets/N)."),
-        "latest_committed_batch_id": gauge("checkpoint_latest_committed_batch_id", "Newest batch id in the commit log (commits/N)."),
-        "uncommitted": gauge("checkpoint_uncommitted_batches", "Batches with an offsets/N entry and no commits/N entry."),
+        "latest_committed_batch_id": gauge(
+            "checkpoint_latest_committed_batch_id", "Newest batch id in the commit log (commits/N)."
+        ),
+        "uncommitted": gauge(
+            "checkpoint_uncommitted_batches", "Batches with an offsets/N entry and no commits/N entry."
+        ),
         "batch_ts": gauge(
             "checkpoint_latest_batch_timestamp_seconds",
             "batchTimestampMs of the newest offset-log entry (Unix seconds): when Spark planned the newest batch.",
         ),
         "watermark_ts": gauge(
-            "checkpoint_watermark_timestamp_seconds", "batchWatermarkMs of the newest offset-log entry (Unix seconds); absent without a watermark."
+            "checkpoint_watermark_timestamp_seconds",
+            "batchWatermarkMs of the newest offset-log entry (Unix seconds); absent without a watermark.",
         ),
         "watermark_lag": gauge(
-            "checkpoint_watermark_lag_seconds", "batchTimestampMs - batchWatermarkMs of the newest batch: how far event time trails processing time."
+            "checkpoint_watermark_lag_seconds",
+            "batchTimestampMs - batchWatermarkMs of the newest batch: how far event time trails processing time.",
         ),
         "inspected": gauge(
-            "checkpoint_last_inspection_timestamp_seconds", "When the last full pass (inventory, integrity checks, logs, state) ran (Unix seconds)."
+            "checkpoint_last_inspection_timestamp_seconds",
+            "When the last full pass (inventory, integrity checks, logs, state) ran (Unix seconds).",
         ),
     }
     for row in rows:

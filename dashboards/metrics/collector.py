@@ -9,6 +9,7 @@ checkpoint storage.
 A family group is one function ``(rows, labels) -> Iterator[Metric]`` (or fewer arguments) with
 its own fixed queries, called from ``collect`` (maintenance.py is the smallest example).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator

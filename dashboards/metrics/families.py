@@ -5,6 +5,7 @@ looked up in one ``CheckpointLabels`` map built from the first query of a scrape
 would add unbounded labels (partitions, files, batches) do not exist; per-operator labels are an
 opt-in (``CKPTWEB_METRICS_PER_OPERATOR``).
 """
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -5,6 +5,7 @@ unless ``per_operator``, which adds ``operator_id``: the directory state/<id>). 
 are few per checkpoint (one per file source plus the file sink), so each gets its own ``log``
 label. The inventory has a fixed set of directory kinds.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -20,21 +21,41 @@ def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Ite
     scope = ", per operator (state/<operator_id>)" if per_operator else ""
     families = {
         "partitions": gauge("state_store_partitions", f"State store directories (partition x store){scope}.", extra),
-        "rows": gauge("state_store_rows", f"Rows at the restart version, summed over the partitions whose rows were counted{scope}.", extra),
+        "rows": gauge(
+            "state_store_rows",
+            f"Rows at the restart version, summed over the partitions whose rows were counted{scope}.",
+            extra,
+        ),
         "uncounted": gauge(
-            "state_store_uncounted_partitions", f"Partitions whose rows were not counted (load chain over CKPTWEB_STATE_ROWS_MAX_BYTES){scope}.", extra
+            "state_store_uncounted_partitions",
+            f"Partitions whose rows were not counted (load chain over CKPTWEB_STATE_ROWS_MAX_BYTES){scope}.",
+            extra,
         ),
         "disk_bytes": gauge("state_store_disk_bytes", f"Bytes of every state file on storage{scope}.", extra),
-        "load_bytes": gauge("state_store_restart_load_bytes", f"Bytes a restart reads to load every partition (snapshot + deltas){scope}.", extra),
+        "load_bytes": gauge(
+            "state_store_restart_load_bytes",
+            f"Bytes a restart reads to load every partition (snapshot + deltas){scope}.",
+            extra,
+        ),
         "max_delta_chain": gauge(
-            "state_store_max_delta_chain", f"Longest chain of deltas/changelogs replayed after the last snapshot, over partitions{scope}.", extra
+            "state_store_max_delta_chain",
+            f"Longest chain of deltas/changelogs replayed after the last snapshot, over partitions{scope}.",
+            extra,
         ),
     }
     group = ("checkpoint_id", "operator") if per_operator else ("checkpoint_id",)
     # Annotation names must not repeat field names (rows, load_bytes): prefix them.
-    rows = StatePartition.objects.order_by().values(*group).annotate(
-        sum_partitions=Count("pk"), sum_rows=Sum("rows"), sum_uncounted=Count("pk", filter=Q(rows__isnull=True)),
-        sum_disk_bytes=Sum("bytes_on_disk"), sum_load_bytes=Sum("load_bytes"), sum_max_delta_chain=Max("delta_chain"),
+    rows = (
+        StatePartition.objects.order_by()
+        .values(*group)
+        .annotate(
+            sum_partitions=Count("pk"),
+            sum_rows=Sum("rows"),
+            sum_uncounted=Count("pk", filter=Q(rows__isnull=True)),
+            sum_disk_bytes=Sum("bytes_on_disk"),
+            sum_load_bytes=Sum("load_bytes"),
+            sum_max_delta_chain=Max("delta_chain"),
+        )
     )
     for row in rows:
         extra_values = (str(row["operator"]),) if per_operator else ()
@@ -45,7 +66,11 @@ def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Ite
 
 def metadata_log_families(labels: CheckpointLabels) -> Iterator:
     extra = ("log", "kind")
-    interval = gauge("metadata_log_compact_interval_batches", "Compact interval of the log: every Nth batch file is a .compact file.", extra)
+    interval = gauge(
+        "metadata_log_compact_interval_batches",
+        "Compact interval of the log: every Nth batch file is a .compact file.",
+        extra,
+    )
     compact = gauge("metadata_log_compact_file_bytes", "Size of the newest .compact file of the log.", extra)
     entries = gauge("metadata_log_live_entries", "Entries (files) the newest compaction carries forward.", extra)
     latest = gauge("metadata_log_latest_batch_id", "Newest batch id of the log.", extra)
@@ -67,11 +92,17 @@ def inventory_families(labels: CheckpointLabels) -> Iterator:
     The newest pass is the one taken at the checkpoint's last_inspected_at: workers.inspection
     stamps both with the same time.
     """
-    files = gauge("checkpoint_files", "Files on storage at the last inventory, by directory kind (the sink log lives beside the output).", ("kind",))
+    files = gauge(
+        "checkpoint_files",
+        "Files on storage at the last inventory, by directory kind (the sink log lives beside the output).",
+        ("kind",),
+    )
     size = gauge("checkpoint_bytes", "Bytes on storage at the last inventory, by directory kind.", ("kind",))
     rows = (
         DirectoryInventory.objects.filter(taken_at=F("checkpoint__last_inspected_at"))
-        .order_by().values("checkpoint_id", "kind").annotate(sum_files=Sum("files"), sum_bytes=Sum("size_bytes"))
+        .order_by()
+        .values("checkpoint_id", "kind")
+        .annotate(sum_files=Sum("files"), sum_bytes=Sum("size_bytes"))
     )
     for row in rows:
         add(files, labels, row["checkpoint_id"], row["sum_files"], row["kind"])
@@ -82,7 +113,12 @@ def inventory_families(labels: CheckpointLabels) -> Iterator:
 def finding_families(labels: CheckpointLabels) -> Iterator:
     """Open integrity findings by severity; every severity of every checkpoint has a sample (0 when none)."""
     findings = gauge("integrity_findings", "Open integrity findings by severity (info, warning, error).", ("severity",))
-    counts = Finding.objects.filter(resolved_at__isnull=True).order_by().values("checkpoint_id", "severity").annotate(n=Count("pk"))
+    counts = (
+        Finding.objects.filter(resolved_at__isnull=True)
+        .order_by()
+        .values("checkpoint_id", "severity")
+        .annotate(n=Count("pk"))
+    )
     by_key = {(row["checkpoint_id"], row["severity"]): row["n"] for row in counts}
     for pk in labels:
         for severity in Finding.Severity:

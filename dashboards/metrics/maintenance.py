@@ -3,6 +3,7 @@
 One aggregate query over MaintenanceRun grouped by checkpoint, action and status. Actions and
 statuses are fixed choices, so the labels stay bounded.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -19,12 +20,25 @@ RESULTS = (Status.SUCCEEDED, Status.FAILED, Status.REFUSED, Status.NOTHING_TO_DO
 
 def maintenance_families(labels: CheckpointLabels) -> Iterator:
     runs = counter(
-        "maintenance_runs", "Maintenance runs that ended, by action and result (succeeded, failed, refused, nothing, cancelled).",
+        "maintenance_runs",
+        "Maintenance runs that ended, by action and result (succeeded, failed, refused, nothing, cancelled).",
         ("action", "result"),
     )
-    active = gauge("maintenance_runs_active", "Maintenance runs queued or running (at most one per checkpoint), by action.", ("action",))
-    succeeded = gauge("maintenance_last_success_timestamp_seconds", "When the last successful run of the action finished (Unix seconds).", ("action",))
-    rows = MaintenanceRun.objects.order_by().values("checkpoint_id", "action", "status").annotate(n=Count("pk"), last=Max("finished_at"))
+    active = gauge(
+        "maintenance_runs_active",
+        "Maintenance runs queued or running (at most one per checkpoint), by action.",
+        ("action",),
+    )
+    succeeded = gauge(
+        "maintenance_last_success_timestamp_seconds",
+        "When the last successful run of the action finished (Unix seconds).",
+        ("action",),
+    )
+    rows = (
+        MaintenanceRun.objects.order_by()
+        .values("checkpoint_id", "action", "status")
+        .annotate(n=Count("pk"), last=Max("finished_at"))
+    )
     counts = {(row["checkpoint_id"], row["action"], row["status"]): row for row in rows}
     for pk in labels:
         for action in MaintenanceAction.values:

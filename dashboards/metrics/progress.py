@@ -4,6 +4,7 @@ Two queries: the newest BatchProgress rows by primary key (found by ``read_check
 their StateOperatorMetrics rows. Operators are summed per checkpoint unless ``per_operator`` is
 set, which adds the labels ``operator_index`` (position in stateOperators) and ``operator_name``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -34,7 +35,13 @@ def _batch_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabe
     input_rate = gauge("progress_input_rows_per_second", "inputRowsPerSecond" + about)
     processed_rate = gauge("progress_processed_rows_per_second", "processedRowsPerSecond" + about)
     reports = BatchProgress.objects.filter(pk__in=list(checkpoints_of)).values(
-        "pk", "batch_id", "timestamp", "batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"
+        "pk",
+        "batch_id",
+        "timestamp",
+        "batch_duration_ms",
+        "num_input_rows",
+        "input_rows_per_second",
+        "processed_rows_per_second",
     )
     for report, pk in ((report, pk) for report in reports for pk in checkpoints_of[report["pk"]]):
         add(batch, labels, pk, report["batch_id"])
@@ -72,8 +79,12 @@ def _operator_families(checkpoints_of: dict[int, list[int]], labels: CheckpointL
         for metric, (name, meaning) in OPERATOR_COUNTERS.items()
     }
     totals: dict[tuple, dict[str, int]] = {}
-    operators = StateOperatorMetrics.objects.filter(progress_id__in=list(checkpoints_of)).order_by("progress_id", "operator_index")
-    for operator in operators.values("progress_id", "operator_index", "operator_name", "custom_metrics", *OPERATOR_GAUGES):
+    operators = StateOperatorMetrics.objects.filter(progress_id__in=list(checkpoints_of)).order_by(
+        "progress_id", "operator_index"
+    )
+    for operator in operators.values(
+        "progress_id", "operator_index", "operator_name", "custom_metrics", *OPERATOR_GAUGES
+    ):
         figures = {column: operator[column] for column in OPERATOR_GAUGES}
         figures |= {metric: operator["custom_metrics"].get(metric) for metric in OPERATOR_COUNTERS}
         operator_labels = (str(operator["operator_index"]), operator["operator_name"]) if per_operator else ()

@@ -3,6 +3,7 @@
 None of these carries checkpoint labels. The broker is asked with a short timeout; when it does
 not answer, ``ckptweb_broker_up`` is 0 and the queue length is absent, and the scrape still works.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -23,7 +24,9 @@ def broker_families() -> Iterator:
     up = GaugeMetricFamily(PREFIX + "broker_up", "1 if the Celery broker answered this scrape within 1 s, else 0.")
     up.add_metric([], 0 if lengths is None else 1)
     messages = GaugeMetricFamily(
-        PREFIX + "broker_queue_messages", "Task messages waiting in each Celery queue (absent when the broker is down).", labels=["queue"]
+        PREFIX + "broker_queue_messages",
+        "Task messages waiting in each Celery queue (absent when the broker is down).",
+        labels=["queue"],
     )
     for queue, length in (lengths or {}).items():
         messages.add_metric([queue], length)
@@ -45,10 +48,22 @@ def beat_families() -> Iterator:
 def event_log_families() -> Iterator:
     """Per registered event-log directory (a handful, named by the admin)."""
     labels = ["directory"]
-    tailed = GaugeMetricFamily(PREFIX + "event_log_last_tail_timestamp_seconds", "When the directory was last tailed (Unix seconds).", labels=labels)
-    events = CounterMetricFamily(PREFIX + "event_log_progress_events_read", "Progress events read from the directory's event logs.", labels=labels)
-    errors = GaugeMetricFamily(PREFIX + "event_log_errors", "Event logs of the directory whose last tail failed.", labels=labels)
-    for directory in EventLogDirectory.objects.order_by("name").values("name", "last_tailed_at", "progress_events_read", "errors"):
+    tailed = GaugeMetricFamily(
+        PREFIX + "event_log_last_tail_timestamp_seconds",
+        "When the directory was last tailed (Unix seconds).",
+        labels=labels,
+    )
+    events = CounterMetricFamily(
+        PREFIX + "event_log_progress_events_read",
+        "Progress events read from the directory's event logs.",
+        labels=labels,
+    )
+    errors = GaugeMetricFamily(
+        PREFIX + "event_log_errors", "Event logs of the directory whose last tail failed.", labels=labels
+    )
+    for directory in EventLogDirectory.objects.order_by("name").values(
+        "name", "last_tailed_at", "progress_events_read", "errors"
+    ):
         if directory["last_tailed_at"] is not None:
             tailed.add_metric([directory["name"]], seconds(directory["last_tailed_at"]))
         events.add_metric([directory["name"]], directory["progress_events_read"])

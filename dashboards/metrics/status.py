@@ -5,6 +5,7 @@ at scrape time, so a graph, an alert and the pages say the same. Each family has
 checkpoint and state, 1 or 0, as kube-state-metrics does for a pod's phase: a state that stops
 holding drops to 0 instead of vanishing, so alerts resolve.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -18,9 +19,20 @@ from .families import CheckpointLabels, add, gauge, seconds
 
 
 def status_families(labels: CheckpointLabels) -> Iterator:
-    status = gauge("checkpoint_status", "1 for the checkpoint's health status (the first condition that holds), 0 for the others.", ("state",))
-    condition = gauge("checkpoint_condition", "1 for every health condition that holds (the status and what the list shows as 'also').", ("state",))
-    since = gauge("checkpoint_status_since_timestamp_seconds", "Since when the status holds (Unix seconds), where the model knows.")
+    status = gauge(
+        "checkpoint_status",
+        "1 for the checkpoint's health status (the first condition that holds), 0 for the others.",
+        ("state",),
+    )
+    condition = gauge(
+        "checkpoint_condition",
+        "1 for every health condition that holds (the status and what the list shows as 'also').",
+        ("state",),
+    )
+    since = gauge(
+        "checkpoint_status_since_timestamp_seconds",
+        "Since when the status holds (Unix seconds), where the model knows.",
+    )
     now, thresholds = timezone.now(), Thresholds.from_settings(settings)
     for checkpoint in Checkpoint.objects.for_status_list():
         assessed = assess(checkpoint.status_facts(), now=now, thresholds=thresholds)

@@ -5,6 +5,7 @@ aggregate over the SyncRun rows kept, grouped by checkpoint and status, and the 
 that pruned runs were folded into (workers/retention.py). The totals are counters: runs are
 folded before they are deleted, so the sum never drops.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -23,9 +24,12 @@ def sync_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
 
 def _last_run_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
     success = gauge(
-        "sync_last_success_timestamp_seconds", "When the last sync that stored its results (status ok or partial) started (Unix seconds)."
+        "sync_last_success_timestamp_seconds",
+        "When the last sync that stored its results (status ok or partial) started (Unix seconds).",
     )
-    finished = gauge("sync_last_run_timestamp_seconds", "When the last finished sync ended, whatever its status (Unix seconds).")
+    finished = gauge(
+        "sync_last_run_timestamp_seconds", "When the last finished sync ended, whatever its status (Unix seconds)."
+    )
     duration = gauge("sync_last_run_duration_seconds", "Wall-clock duration of the last finished sync.")
     errors = gauge("sync_last_run_errors", "Files the last finished sync could not read (1 for a failed sync).")
     failed = gauge("sync_last_run_failed", "1 if the last finished sync failed as a whole, else 0.")
@@ -44,7 +48,9 @@ def _last_run_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
 
 
 def _total_families(labels: CheckpointLabels) -> Iterator:
-    runs = counter("sync_runs", "Syncs that finished, by status (ok, partial: ok with file errors, failed).", ("status",))
+    runs = counter(
+        "sync_runs", "Syncs that finished, by status (ok, partial: ok with file errors, failed).", ("status",)
+    )
     calls = counter("sync_storage_calls", "Storage requests made by syncs, by kind (list, info, read).", ("kind",))
     read_bytes = counter("sync_storage_read_bytes", "Bytes syncs read from storage.")
     statuses = [SyncRun.Status.OK, SyncRun.Status.PARTIAL, SyncRun.Status.FAILED]

@@ -1,4 +1,5 @@
 """GET /metrics: the Prometheus exposition of the store, optionally behind a bearer token."""
+
 from __future__ import annotations
 
 import hmac
@@ -15,7 +16,11 @@ from .collector import REGISTRY
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text (or OpenMetrics when asked for); 401 without the token when one is set."""
     if not _has_metrics_token(request):
-        response = HttpResponse("A bearer token is required: Authorization: Bearer <CKPTWEB_METRICS_TOKEN>\n", status=401, content_type="text/plain")
+        response = HttpResponse(
+            "A bearer token is required: Authorization: Bearer <CKPTWEB_METRICS_TOKEN>\n",
+            status=401,
+            content_type="text/plain",
+        )
         response["WWW-Authenticate"] = 'Bearer realm="ckptweb metrics"'
         return response
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))

@@ -1,4 +1,5 @@
 """The store: what the workers have read from checkpoints, and what users registered."""
+
 from .core import (
     Batch,
     Checkpoint,
@@ -10,7 +11,16 @@ from .core import (
     default_sync_interval_seconds,
     ms_to_datetime,
 )
-from .inspection import CompactFile, DirectoryInventory, Finding, MetadataLog, StatePartition, StateSample, StateScan, StateScanChunk
+from .inspection import (
+    CompactFile,
+    DirectoryInventory,
+    Finding,
+    MetadataLog,
+    StatePartition,
+    StateSample,
+    StateScan,
+    StateScanChunk,
+)
 from .maintenance import AuditEntry, MaintenanceAction, MaintenancePolicy, MaintenanceRefused, MaintenanceRun
 from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, EventLogDirectory, StateOperatorMetrics, cache_hit_ratio
 

@@ -3,10 +3,11 @@
 Only the sync worker writes Batch, SyncRun and SyncIssue rows; views read them through the named
 QuerySet methods below.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -34,7 +35,7 @@ def ms_to_datetime(value_ms: int | None) -> datetime | None:
     """Spark writes times as epoch milliseconds; 0 means "not set" in the offset log."""
     if not value_ms:
         return None
-    return datetime.fromtimestamp(value_ms / 1000, tz=dt_timezone.utc)
+    return datetime.fromtimestamp(value_ms / 1000, tz=UTC)
 
 
 # A checkpoint is flagged stale when its last sync is older than this many sync intervals, plus
@@ -75,8 +76,12 @@ class QueryRun(models.Model):
     run_id = models.UUIDField(unique=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
-    last_batch_id = models.BigIntegerField(null=True, blank=True, help_text="Newest batch this run reported progress for.")
-    last_idle_at = models.DateTimeField(null=True, blank=True, help_text="Newest QueryIdleEvent of this run (no new data).")
+    last_batch_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Newest batch this run reported progress for."
+    )
+    last_idle_at = models.DateTimeField(
+        null=True, blank=True, help_text="Newest QueryIdleEvent of this run (no new data)."
+    )
 
     objects = QueryRunManager()
 
@@ -102,13 +107,39 @@ def _seconds(milliseconds: int | None) -> float | None:
 
 
 # What the checkpoint list shows of a checkpoint besides the health model's figures.
-LIST_FIELDS = ("id", "name", "url", "query_id", "last_inspected_at", "state_rows", "state_bytes", "state_providers", "finding_warning_count")
+LIST_FIELDS = (
+    "id",
+    "name",
+    "url",
+    "query_id",
+    "last_inspected_at",
+    "state_rows",
+    "state_bytes",
+    "state_providers",
+    "finding_warning_count",
+)
 # The columns and CheckpointQuerySet.with_status_facts annotations the health model reads.
 STATUS_FACT_FIELDS = (
-    "is_enabled", "root_problem", "sync_interval_seconds", "last_synced_at", "last_sync_status", "last_sync_message",
-    "open_issue_count", "finding_error_count", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
-    "expected_trigger_seconds", "trigger_interval_ms", "typical_gap_ms", "recent_batch_duration_ms", "recent_input_rate",
-    "recent_process_rate", "last_heard_at", "last_heard_input_rows", "last_idle_at",
+    "is_enabled",
+    "root_problem",
+    "sync_interval_seconds",
+    "last_synced_at",
+    "last_sync_status",
+    "last_sync_message",
+    "open_issue_count",
+    "finding_error_count",
+    "latest_batch_id",
+    "latest_batch_at",
+    "latest_committed_batch_id",
+    "expected_trigger_seconds",
+    "trigger_interval_ms",
+    "typical_gap_ms",
+    "recent_batch_duration_ms",
+    "recent_input_rate",
+    "recent_process_rate",
+    "last_heard_at",
+    "last_heard_input_rows",
+    "last_idle_at",
 )
 
 
@@ -144,8 +175,10 @@ class CheckpointQuerySet(models.QuerySet):
     def status_list_rows(self) -> CheckpointQuerySet:
         """The list's rows as plain dicts: the health model's figures (STATUS_FACT_FIELDS) and what
         the list shows, filters and sorts on. No model instances: 1,000 of them cost more than the query."""
-        return self.active().with_status_facts().values(
-            *STATUS_FACT_FIELDS, *LIST_FIELDS, query_name=F("query__name"), query_uuid=F("query__query_id")
+        return (
+            self.active()
+            .with_status_facts()
+            .values(*STATUS_FACT_FIELDS, *LIST_FIELDS, query_name=F("query__name"), query_uuid=F("query__query_id"))
         )
 
     def active(self) -> CheckpointQuerySet:
@@ -168,7 +201,9 @@ class CheckpointQuerySet(models.QuerySet):
         findings = self.model._meta.get_field("findings").related_model.objects.open()
         finished = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
         progress_model = self.model._meta.get_field("query").related_model._meta.get_field("progress").related_model
-        heard = progress_model.objects.filter(query=OuterRef("query"), batch_id__lte=OuterRef("latest_batch_id") + 1).order_by("-batch_id")
+        heard = progress_model.objects.filter(
+            query=OuterRef("query"), batch_id__lte=OuterRef("latest_batch_id") + 1
+        ).order_by("-batch_id")
         # A run idle at this checkpoint's head: one that reported no batch past it.
         idle_runs = QueryRun.objects.filter(
             query=OuterRef("query"), last_batch_id__lte=OuterRef("latest_batch_id") + 1, last_idle_at__isnull=False
@@ -194,7 +229,11 @@ class CheckpointQuerySet(models.QuerySet):
             row["path"]: row
             for row in checkpoint.inventory.latest_for(checkpoint).values("path", "kind", "oldest_batch_id")
         }
-        state_batches = [row["oldest_batch_id"] for row in inventory.values() if row["kind"] == "state" and row["oldest_batch_id"] is not None]
+        state_batches = [
+            row["oldest_batch_id"]
+            for row in inventory.values()
+            if row["kind"] == "state" and row["oldest_batch_id"] is not None
+        ]
         offsets_row = inventory.get("offsets", {})
         return MaintenanceFigures(
             conf=checkpoint.batches.latest_conf(),
@@ -207,7 +246,9 @@ class CheckpointQuerySet(models.QuerySet):
                 StoreFigures(p.path, p.provider, p.latest_version, p.snapshot_age)
                 for p in checkpoint.state_partitions.order_by("operator", "partition", "store")
             ),
-            logs=tuple(_log_figures(log, inventory) for log in checkpoint.metadata_logs.prefetch_related("compact_files")),
+            logs=tuple(
+                _log_figures(log, inventory) for log in checkpoint.metadata_logs.prefetch_related("compact_files")
+            ),
         )
 
     def take_sync_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
@@ -218,7 +259,11 @@ class CheckpointQuerySet(models.QuerySet):
         queued the sync (a catch-up of the read API, a sync queued just before archiving).
         """
         free = Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
-        taken = self.active().filter(free, pk=pk).update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        taken = (
+            self.active()
+            .filter(free, pk=pk)
+            .update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        )
         return taken == 1
 
     def release_sync_lease(self, pk: int, *, owner: str) -> None:
@@ -246,7 +291,9 @@ class Checkpoint(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     url = models.CharField(
-        max_length=1000, unique=True, help_text="Local path or fsspec URL of the checkpoint root (the folder holding offsets/)."
+        max_length=1000,
+        unique=True,
+        help_text="Local path or fsspec URL of the checkpoint root (the folder holding offsets/).",
     )
     is_enabled = models.BooleanField("enabled", default=True, help_text="Disabled checkpoints are not synced.")
     sync_interval_seconds = models.PositiveIntegerField(default=default_sync_interval_seconds)
@@ -272,12 +319,21 @@ class Checkpoint(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     archived_at = models.DateTimeField(
-        null=True, blank=True, editable=False,
+        null=True,
+        blank=True,
+        editable=False,
         help_text="Set when archived: not synced, not listed, not in /metrics; its history stays and it can be restored.",
     )
-    query = models.ForeignKey(StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
+    query = models.ForeignKey(
+        StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints"
+    )
     sync_schedule = models.OneToOneField(
-        "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, editable=False, related_name="+"
+        "django_celery_beat.PeriodicTask",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        editable=False,
+        related_name="+",
     )
 
     # Written by the sync worker only: the health figures the list page shows without touching Batch.
@@ -287,35 +343,61 @@ class Checkpoint(models.Model):
     uncommitted_batch_count = models.PositiveIntegerField(default=0, editable=False)
     last_synced_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_inspected_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="Last full pass: file inventory, integrity checks, metadata logs."
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Last full pass: file inventory, integrity checks, metadata logs.",
     )
     last_reconciled_at = models.DateTimeField(
-        null=True, blank=True, editable=False, help_text="Last sync that listed offsets/ and commits/ instead of probing."
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Last sync that listed offsets/ and commits/ instead of probing.",
     )
     earliest_stored_batch_id = models.BigIntegerField(
-        null=True, blank=True, editable=False, help_text="Lowest offsets/N on storage at the last reconcile (Spark purges older ones)."
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Lowest offsets/N on storage at the last reconcile (Spark purges older ones).",
     )
 
     # Written by the sync worker: the figures of the health model (dashboards/query_status.py).
     root_problem = models.CharField(
-        max_length=1000, blank=True, editable=False, help_text="What the last sync found at the path when it is no checkpoint."
+        max_length=1000,
+        blank=True,
+        editable=False,
+        help_text="What the last sync found at the path when it is no checkpoint.",
     )
     trigger_interval_ms = models.BigIntegerField(
-        null=True, blank=True, editable=False, help_text="Trigger interval learned from regular gaps between batches that finished early."
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Trigger interval learned from regular gaps between batches that finished early.",
     )
-    typical_gap_ms = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Median gap between the latest batches.")
+    typical_gap_ms = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Median gap between the latest batches."
+    )
     recent_batch_duration_ms = models.BigIntegerField(
         null=True, blank=True, editable=False, help_text="Median batchDurationMs of the latest batches with progress."
     )
-    recent_input_rate = models.FloatField(null=True, blank=True, editable=False, help_text="Mean inputRowsPerSecond of the latest batches.")
+    recent_input_rate = models.FloatField(
+        null=True, blank=True, editable=False, help_text="Mean inputRowsPerSecond of the latest batches."
+    )
     recent_process_rate = models.FloatField(
         null=True, blank=True, editable=False, help_text="Mean processedRowsPerSecond of the latest batches."
     )
     status_figures_at = models.DateTimeField(null=True, blank=True, editable=False)
-    state_rows = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Rows of every counted state partition.")
-    state_bytes = models.BigIntegerField(null=True, blank=True, editable=False, help_text="Bytes of every state file, at the last full pass.")
+    state_rows = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Rows of every counted state partition."
+    )
+    state_bytes = models.BigIntegerField(
+        null=True, blank=True, editable=False, help_text="Bytes of every state file, at the last full pass."
+    )
     state_providers = models.CharField(
-        max_length=50, blank=True, editable=False, help_text="State store providers of the partitions, comma-separated (hdfs, rocksdb)."
+        max_length=50,
+        blank=True,
+        editable=False,
+        help_text="State store providers of the partitions, comma-separated (hdfs, rocksdb).",
     )
 
     # The sync lock: a worker owns the checkpoint until sync_lease_until; a crashed worker's lease expires.
@@ -365,7 +447,9 @@ class Checkpoint(models.Model):
 class BatchQuerySet(models.QuerySet):
     def for_table(self) -> BatchQuerySet:
         """Newest first, with the columns the batch table shows (not the pinned conf)."""
-        return self.order_by("-batch_id").only("checkpoint_id", "batch_id", "timestamp_ms", "watermark_ms", "is_committed", "sources")
+        return self.order_by("-batch_id").only(
+            "checkpoint_id", "batch_id", "timestamp_ms", "watermark_ms", "is_committed", "sources"
+        )
 
     def uncommitted(self) -> BatchQuerySet:
         return self.filter(is_committed=False)
@@ -435,12 +519,16 @@ class Batch(models.Model):
     timestamp_ms = models.BigIntegerField(help_text="batchTimestampMs from the offset log (0 when Spark wrote none).")
     watermark_ms = models.BigIntegerField(help_text="batchWatermarkMs from the offset log.")
     conf = models.JSONField(default=dict, blank=True, help_text="The SQL conf Spark pinned in the offset log.")
-    sources = models.JSONField(default=list, help_text="One offset per source as written (a JSON string), null for '-'.")
+    sources = models.JSONField(
+        default=list, help_text="One offset per source as written (a JSON string), null for '-'."
+    )
     source_ids = models.JSONField(null=True, blank=True, help_text="Source ids of an offset log v2 entry.")
     is_committed = models.BooleanField(default=False)
     commit_log_version = models.PositiveSmallIntegerField(null=True, blank=True)
     next_batch_watermark_ms = models.BigIntegerField(null=True, blank=True)
-    commit_metadata = models.JSONField(null=True, blank=True, help_text="stateUniqueIds / sinkMetadataMap of newer commit logs.")
+    commit_metadata = models.JSONField(
+        null=True, blank=True, help_text="stateUniqueIds / sinkMetadataMap of newer commit logs."
+    )
     synced_at = models.DateTimeField(default=timezone.now)
 
     objects = BatchQuerySet.as_manager()
@@ -470,14 +558,17 @@ class SyncRunQuerySet(models.QuerySet):
     def totals_by_checkpoint_and_status(self) -> SyncRunQuerySet:
         """One row per (checkpoint, status): runs, storage calls by kind and bytes read."""
         return (
-            self.order_by().values("checkpoint_id", "status")
+            self.order_by()
+            .values("checkpoint_id", "status")
             .annotate(runs=models.Count("pk"), **{field: models.Sum(field) for field in SyncTotal.SUMMED_FIELDS})
         )
 
     def read_to_the_end_since(self, since: datetime) -> SyncRunQuerySet:
         """Syncs started at ``since`` or later that read the logs to the end (file errors leave
         the rest read), oldest first."""
-        return self.filter(started_at__gte=since, status__in=(SyncRun.Status.OK, SyncRun.Status.PARTIAL)).order_by("started_at")
+        return self.filter(started_at__gte=since, status__in=(SyncRun.Status.OK, SyncRun.Status.PARTIAL)).order_by(
+            "started_at"
+        )
 
 
 class SyncRun(models.Model):

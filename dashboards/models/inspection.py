@@ -2,6 +2,7 @@
 
 Only workers.inspection writes these rows.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -88,7 +89,9 @@ class DirectoryInventory(models.Model):
     small_files = models.PositiveIntegerField()
     oldest_batch_id = models.BigIntegerField(null=True, blank=True)
     newest_batch_id = models.BigIntegerField(null=True, blank=True)
-    list_requests = models.PositiveIntegerField(help_text="Estimated LIST requests of one full read on an object store.")
+    list_requests = models.PositiveIntegerField(
+        help_text="Estimated LIST requests of one full read on an object store."
+    )
     get_requests = models.PositiveIntegerField(help_text="Estimated GET requests of one full read on an object store.")
 
     objects = DirectoryInventoryQuerySet.as_manager()
@@ -124,7 +127,9 @@ class Finding(models.Model):
     objects = FindingQuerySet.as_manager()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["checkpoint", "code", "path"], name="one_finding_per_code_and_file")]
+        constraints = [
+            models.UniqueConstraint(fields=["checkpoint", "code", "path"], name="one_finding_per_code_and_file")
+        ]
 
     def __str__(self) -> str:
         return f"{self.checkpoint}: {self.get_severity_display()} {self.code} {self.path}"
@@ -149,8 +154,12 @@ class StatePartition(models.Model):
     provider = models.CharField(max_length=10)
     path = models.CharField(max_length=1000)
     latest_version = models.BigIntegerField(null=True, blank=True)
-    snapshot_version = models.BigIntegerField(null=True, blank=True, help_text="Last N.snapshot (HDFS) or N.zip (RocksDB).")
-    delta_chain = models.PositiveIntegerField(null=True, blank=True, help_text="Deltas or changelogs replayed after it.")
+    snapshot_version = models.BigIntegerField(
+        null=True, blank=True, help_text="Last N.snapshot (HDFS) or N.zip (RocksDB)."
+    )
+    delta_chain = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Deltas or changelogs replayed after it."
+    )
     load_files = models.PositiveIntegerField(null=True, blank=True)
     load_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     bytes_on_disk = models.PositiveBigIntegerField(default=0)
@@ -163,7 +172,9 @@ class StatePartition(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["checkpoint", "operator", "partition", "store"], name="one_row_per_state_store_dir")
+            models.UniqueConstraint(
+                fields=["checkpoint", "operator", "partition", "store"], name="one_row_per_state_store_dir"
+            )
         ]
 
     def __str__(self) -> str:

@@ -5,6 +5,7 @@ confirmation with a reason (and, when configured, a second person's approval) ->
 running (one at a time per checkpoint, under a lease a crashed worker loses) -> a result.
 Every step writes an AuditEntry, which nothing in the UI can edit.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -38,7 +39,9 @@ class MaintenanceRunQuerySet(models.QuerySet):
         return self.filter(status__in=MaintenanceRun.ACTIVE_STATUSES)
 
     def for_page(self) -> MaintenanceRunQuerySet:
-        return self.select_related("checkpoint", "requested_by", "confirmed_by", "approved_by", "policy").order_by("-requested_at")
+        return self.select_related("checkpoint", "requested_by", "confirmed_by", "approved_by", "policy").order_by(
+            "-requested_at"
+        )
 
     def interrupted(self, *, now: datetime) -> MaintenanceRunQuerySet:
         """Runs no worker is carrying out: running with an expired lease (the worker was killed or
@@ -60,7 +63,9 @@ class MaintenanceRunQuerySet(models.QuerySet):
 
         A conditional UPDATE, so two workers given the same run cannot both proceed.
         """
-        startable = Q(status=MaintenanceRun.Status.QUEUED) | Q(status=MaintenanceRun.Status.RUNNING, lease_until__lt=now)
+        startable = Q(status=MaintenanceRun.Status.QUEUED) | Q(
+            status=MaintenanceRun.Status.RUNNING, lease_until__lt=now
+        )
         updated = self.filter(startable, pk=pk).update(
             status=MaintenanceRun.Status.RUNNING, worker=owner, lease_until=now + timedelta(seconds=seconds)
         )
@@ -95,14 +100,22 @@ class MaintenanceRun(models.Model):
 
     checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="maintenance_runs")
     action = models.CharField(max_length=20, choices=MaintenanceAction.choices)
-    parameters = models.JSONField(default=dict, blank=True, help_text="What the plan was asked for (thresholds, stores).")
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="What the plan was asked for (thresholds, stores)."
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PLANNING)
     policy = models.ForeignKey(
-        "MaintenancePolicy", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs",
+        "MaintenancePolicy",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
         help_text="Set when a scheduled policy started the run instead of a person.",
     )
 
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     requested_at = models.DateTimeField(default=timezone.now)
     plan = models.JSONField(null=True, blank=True, help_text="The MaintenancePlan as the worker stored it (as_json).")
     planned_at = models.DateTimeField(null=True, blank=True)
@@ -110,16 +123,23 @@ class MaintenanceRun(models.Model):
 
     reason = models.TextField(blank=True, help_text="Why the person who confirmed wants this done.")
     override_query_running = models.BooleanField(
-        default=False, help_text="Confirmed although the query looked running (the only precondition that can be overridden)."
+        default=False,
+        help_text="Confirmed although the query looked running (the only precondition that can be overridden).",
     )
-    confirmed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     confirmed_at = models.DateTimeField(null=True, blank=True)
-    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     approved_at = models.DateTimeField(null=True, blank=True)
 
     queued_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
-    lease_until = models.DateTimeField(null=True, blank=True, help_text="The running worker renews this; past it, another worker resumes the run.")
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="The running worker renews this; past it, another worker resumes the run."
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Workers that started or resumed the run.")
@@ -188,7 +208,13 @@ class MaintenanceRun(models.Model):
         who = "" if user is not None else "policy"
         AuditEntry.record(AuditEntry.Event.CONFIRMED, actor=user, actor_name=who, run=self, detail=reason)
         if override_query_running:
-            AuditEntry.record(AuditEntry.Event.OVERRIDDEN, actor=user, actor_name=who, run=self, detail="query-stopped overridden: " + reason)
+            AuditEntry.record(
+                AuditEntry.Event.OVERRIDDEN,
+                actor=user,
+                actor_name=who,
+                run=self,
+                detail="query-stopped overridden: " + reason,
+            )
         if self.needs_approval():
             self.status = self.Status.AWAITING_APPROVAL
             self.save(update_fields=["reason", "override_query_running", "confirmed_by", "confirmed_at", "status"])
@@ -219,7 +245,9 @@ class MaintenanceRun(models.Model):
             with transaction.atomic():
                 self.save(update_fields=[*fields, "status", "queued_at"])
         except IntegrityError:
-            raise MaintenanceRefused("another maintenance run of this checkpoint is queued or running; wait for it") from None
+            raise MaintenanceRefused(
+                "another maintenance run of this checkpoint is queued or running; wait for it"
+            ) from None
 
     def cancel(self, user, *, reason: str = "") -> None:
         if self.status in self.FINAL_STATUSES or self.status == self.Status.RUNNING:
@@ -230,7 +258,9 @@ class MaintenanceRun(models.Model):
 
     def plan_is_stale(self, *, now: datetime) -> bool:
         """A plan describes the checkpoint as it was; past the configured age it must be made again."""
-        return self.planned_at is None or now - self.planned_at > timedelta(seconds=settings.MAINTENANCE_PLAN_MAX_AGE_SECONDS)
+        return self.planned_at is None or now - self.planned_at > timedelta(
+            seconds=settings.MAINTENANCE_PLAN_MAX_AGE_SECONDS
+        )
 
 
 class MaintenancePolicy(models.Model):
@@ -294,12 +324,20 @@ class AuditEntry(models.Model):
         REMOVED = "removed", "checkpoint removed"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    actor_name = models.CharField(max_length=150, help_text="The user name, or 'policy'/'worker', kept if the user is deleted.")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(
+        max_length=150, help_text="The user name, or 'policy'/'worker', kept if the user is deleted."
+    )
     event = models.CharField(max_length=30, choices=Event.choices)
-    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    checkpoint = models.ForeignKey(
+        Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
     checkpoint_name = models.CharField(max_length=200, blank=True)
-    run = models.ForeignKey(MaintenanceRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    run = models.ForeignKey(
+        MaintenanceRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
     detail = models.TextField(blank=True)
     data = models.JSONField(default=dict, blank=True)
 

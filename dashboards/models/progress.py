@@ -4,6 +4,7 @@ A progress row belongs to a query (the id in the checkpoint's ``metadata``) and 
 is how it meets the Batch rows of that query's checkpoint. A batch re-run after a restart reports
 again under a new run id: the newest report replaces the older one.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -47,7 +48,9 @@ class BatchProgressManager(models.Manager):
         if run.last_batch_id is None or progress.batch_id > run.last_batch_id:
             run.last_batch_id = progress.batch_id
             run.save(update_fields=["last_batch_id"])
-        row, created = self.update_or_create(query=query, batch_id=progress.batch_id, defaults=_progress_fields(progress, run, origin))
+        row, created = self.update_or_create(
+            query=query, batch_id=progress.batch_id, defaults=_progress_fields(progress, run, origin)
+        )
         row.state_operators.all().delete()
         StateOperatorMetrics.objects.bulk_create(
             _operator_row(row, index, operator) for index, operator in enumerate(progress.state_operators)
@@ -87,7 +90,9 @@ class BatchProgress(models.Model):
     batch_id = models.BigIntegerField()
     timestamp = models.DateTimeField(help_text="Start of the trigger.")
     batch_duration_ms = models.BigIntegerField(null=True, blank=True)
-    duration_ms = models.JSONField(default=dict, blank=True, help_text="Milliseconds per phase (addBatch, walCommit, ...).")
+    duration_ms = models.JSONField(
+        default=dict, blank=True, help_text="Milliseconds per phase (addBatch, walCommit, ...)."
+    )
     num_input_rows = models.BigIntegerField(null=True, blank=True)
     input_rows_per_second = models.FloatField(null=True, blank=True)
     processed_rows_per_second = models.FloatField(null=True, blank=True)
@@ -177,8 +182,11 @@ def _progress_fields(progress: StreamingQueryProgress, run: QueryRun, origin: st
 def _operator_row(row: BatchProgress, index: int, operator: StateOperatorProgress) -> StateOperatorMetrics:
     figures = {name: getattr(operator, name) for name in STATE_OPERATOR_FIGURES}
     return StateOperatorMetrics(
-        progress=row, operator_index=index, operator_name=operator.operator_name or "",
-        custom_metrics=dict(operator.custom_metrics), **figures,
+        progress=row,
+        operator_index=index,
+        operator_name=operator.operator_name or "",
+        custom_metrics=dict(operator.custom_metrics),
+        **figures,
     )
 
 

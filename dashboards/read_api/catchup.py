@@ -5,6 +5,7 @@ is queued only when no worker holds the checkpoint's sync lease (a running sync 
 files anyway), and at most once per sync interval: an atomic ``cache.add`` marks it as asked
 for, and by the time the mark expires the periodic sync has come round regardless.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -16,7 +17,6 @@ from workers import tasks
 
 from ..models import Checkpoint
 from ..queueing import send_task
-
 
 
 def catch_up_key(checkpoint_id: int) -> str:

@@ -4,6 +4,7 @@ Each resource is read off the URL patterns of ``urls.py`` (its name, its route a
 and the first line of its view's docstring (what it holds), so a new endpoint shows up here by
 being routed and documented, with nothing else to keep in step.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,9 @@ def _first_line(docstring: str | None) -> str:
 class ResourceSerializer(serializers.Serializer):
     name = serializers.CharField(help_text='The URL name without "api-", e.g. "batch-list".')
     url = serializers.CharField(help_text="The absolute URL, or a URL template (RFC 6570) when `templated` is true.")
-    templated = serializers.BooleanField(help_text="True when `url` has {placeholders} to fill in, such as {checkpoint_id}.")
+    templated = serializers.BooleanField(
+        help_text="True when `url` has {placeholders} to fill in, such as {checkpoint_id}."
+    )
     description = serializers.CharField(help_text="What the resource holds.")
 
 

@@ -5,6 +5,7 @@ of the key (``(checkpoint, batch_id)`` for batches) answers without counting wha
 page 1,000 of a long history costs what page 1 costs. The extra row only says whether a next
 page exists.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,8 @@ class FreshnessParams(QueryParams):
     """The query parameter of every answer about one checkpoint."""
 
     known_latest_batch = serializers.IntegerField(
-        required=False, min_value=0,
+        required=False,
+        min_value=0,
         help_text="The newest batch id the client knows of; when the server has an older one it queues a catch-up sync "
         "and answers with current=false.",
     )
@@ -44,7 +46,9 @@ class FreshnessParams(QueryParams):
 class KeysetParams(QueryParams):
     """The query parameters of every keyset-paged list."""
 
-    after = serializers.IntegerField(required=False, help_text="Return rows whose key is greater than this (the `next` link sets it).")
+    after = serializers.IntegerField(
+        required=False, help_text="Return rows whose key is greater than this (the `next` link sets it)."
+    )
     limit = serializers.IntegerField(required=False, default=DEFAULT_PAGE_ROWS, min_value=1, max_value=MAX_PAGE_ROWS)
 
 
@@ -55,8 +59,12 @@ class PageParams(KeysetParams, FreshnessParams):
         # "from" is a Python keyword, so the range bounds are added here under their URL names
         # and validated like every other parameter (an empty or non-integer value is refused).
         fields = super().get_fields()
-        fields["from"] = serializers.IntegerField(required=False, source="start", help_text="Lowest key to return (inclusive).")
-        fields["to"] = serializers.IntegerField(required=False, source="end", help_text="Highest key to return (inclusive).")
+        fields["from"] = serializers.IntegerField(
+            required=False, source="start", help_text="Lowest key to return (inclusive)."
+        )
+        fields["to"] = serializers.IntegerField(
+            required=False, source="end", help_text="Highest key to return (inclusive)."
+        )
         return fields
 
 
@@ -74,7 +82,11 @@ def read_keyset_page(queryset: QuerySet, *, key: str, params: dict) -> KeysetPag
         f"{key}__gte": params.get("start"),
         f"{key}__lte": params.get("end"),
     }
-    rows = list(queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None}).order_by(key)[: params["limit"] + 1])
+    rows = list(
+        queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None}).order_by(key)[
+            : params["limit"] + 1
+        ]
+    )
     if len(rows) <= params["limit"]:
         return KeysetPage(rows, None)
     rows = rows[: params["limit"]]

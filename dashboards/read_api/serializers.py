@@ -1,4 +1,5 @@
 """Rows as the read API shows them: the stored figures, no storage paths beyond the checkpoint's."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -23,8 +24,19 @@ class CheckpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = Checkpoint
         fields = [
-            "id", "name", "url", "is_enabled", "query_id", "latest_batch_id", "latest_batch_at", "latest_committed_batch_id",
-            "earliest_stored_batch_id", "uncommitted_batch_count", "last_synced_at", "last_reconciled_at", "signature",
+            "id",
+            "name",
+            "url",
+            "is_enabled",
+            "query_id",
+            "latest_batch_id",
+            "latest_batch_at",
+            "latest_committed_batch_id",
+            "earliest_stored_batch_id",
+            "uncommitted_batch_count",
+            "last_synced_at",
+            "last_reconciled_at",
+            "signature",
         ]
 
     def get_signature(self, checkpoint: Checkpoint) -> str:
@@ -35,8 +47,16 @@ class BatchSerializer(serializers.ModelSerializer):
     class Meta:
         model = Batch
         fields = [
-            "batch_id", "offset_log_version", "timestamp_ms", "watermark_ms", "sources", "source_ids", "is_committed",
-            "commit_log_version", "next_batch_watermark_ms", "synced_at",
+            "batch_id",
+            "offset_log_version",
+            "timestamp_ms",
+            "watermark_ms",
+            "sources",
+            "source_ids",
+            "is_committed",
+            "commit_log_version",
+            "next_batch_watermark_ms",
+            "synced_at",
         ]
 
 
@@ -46,8 +66,20 @@ class BatchProgressSerializer(serializers.ModelSerializer):
     class Meta:
         model = BatchProgress
         fields = [
-            "batch_id", "run_id", "timestamp", "batch_duration_ms", "duration_ms", "num_input_rows", "input_rows_per_second",
-            "processed_rows_per_second", "watermark", "event_time", "sources", "sink", "origin", "received_at",
+            "batch_id",
+            "run_id",
+            "timestamp",
+            "batch_duration_ms",
+            "duration_ms",
+            "num_input_rows",
+            "input_rows_per_second",
+            "processed_rows_per_second",
+            "watermark",
+            "event_time",
+            "sources",
+            "sink",
+            "origin",
+            "received_at",
         ]
 
 
@@ -55,8 +87,22 @@ class StatePartitionSerializer(serializers.ModelSerializer):
     class Meta:
         model = StatePartition
         fields = [
-            "id", "operator", "partition", "store", "provider", "path", "latest_version", "snapshot_version", "delta_chain",
-            "load_files", "load_bytes", "bytes_on_disk", "rows", "rows_version", "note", "updated_at",
+            "id",
+            "operator",
+            "partition",
+            "store",
+            "provider",
+            "path",
+            "latest_version",
+            "snapshot_version",
+            "delta_chain",
+            "load_files",
+            "load_bytes",
+            "bytes_on_disk",
+            "rows",
+            "rows_version",
+            "note",
+            "updated_at",
         ]
 
 
@@ -66,8 +112,15 @@ class MetadataLogSerializer(serializers.ModelSerializer):
     class Meta:
         model = MetadataLog
         fields = [
-            "id", "path", "kind", "compact_interval", "latest_batch_id", "next_compaction_batch_id", "live_entries",
-            "latest_compact_bytes", "updated_at",
+            "id",
+            "path",
+            "kind",
+            "compact_interval",
+            "latest_batch_id",
+            "next_compaction_batch_id",
+            "live_entries",
+            "latest_compact_bytes",
+            "updated_at",
         ]
 
 
@@ -95,8 +148,20 @@ class MaintenanceRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = MaintenanceRun
         fields = [
-            "id", "action", "status", "requested_at", "planned_at", "plan_summary", "confirmed_at", "queued_at",
-            "started_at", "finished_at", "steps_done", "steps_total", "error", "plan_error",
+            "id",
+            "action",
+            "status",
+            "requested_at",
+            "planned_at",
+            "plan_summary",
+            "confirmed_at",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "steps_done",
+            "steps_total",
+            "error",
+            "plan_error",
         ]
 
     @extend_schema_field(PlanSummarySerializer(allow_null=True))

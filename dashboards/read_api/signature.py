@@ -4,6 +4,7 @@ The signature hashes the figures a sync writes when it stores a new batch or com
 reconcile notices that Spark purged old entries. It leaves out ``last_synced_at``: a sync that
 found nothing new must not make clients think the view changed.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ A view here fetches the checkpoint through the pages' permission helper, reads o
 of rows and wraps it in the freshness envelope (signature.py). The rows' queries live in the
 models' QuerySets and in paging.py.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -44,22 +45,33 @@ from .signature import Freshness, freshness_of
 FRESHNESS_FIELDS = {
     "latest_batch_id": serializers.IntegerField(allow_null=True, help_text="Newest batch the server has stored."),
     "latest_committed_batch_id": serializers.IntegerField(allow_null=True),
-    "signature": serializers.CharField(help_text="Changes whenever a sync stores a new batch or commit or reconciles a purge."),
-    "current": serializers.BooleanField(help_text="False when known_latest_batch is newer than the server's latest batch."),
+    "signature": serializers.CharField(
+        help_text="Changes whenever a sync stores a new batch or commit or reconciles a purge."
+    ),
+    "current": serializers.BooleanField(
+        help_text="False when known_latest_batch is newer than the server's latest batch."
+    ),
 }
 # The envelope's figures again as headers, for clients that read only the headers.
 FRESHNESS_HEADERS = [
     OpenApiParameter(
-        "X-Ckptweb-Latest-Batch", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+        "X-Ckptweb-Latest-Batch",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200],
         description="latest_batch_id, empty when no batch is stored.",
     ),
-    OpenApiParameter("X-Ckptweb-Signature", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200], description="signature."),
+    OpenApiParameter(
+        "X-Ckptweb-Signature", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200], description="signature."
+    ),
 ]
 
 
 class CheckpointListParams(KeysetParams):
     # Not trimmed: the URL is matched exactly as registered.
-    url = serializers.CharField(required=False, trim_whitespace=False, help_text="Only the checkpoint registered at this URL.")
+    url = serializers.CharField(
+        required=False, trim_whitespace=False, help_text="Only the checkpoint registered at this URL."
+    )
 
 
 def answer_freshness(checkpoint: Checkpoint, known_latest_batch: int | None) -> Freshness:
@@ -78,7 +90,9 @@ def read_params(request: Request, params_class: type[serializers.Serializer] = P
 
 def next_link(request: Request, page: KeysetPage) -> str | None:
     """The URL of the page after ``page`` (the same query, ``after`` moved on), or None on the last one."""
-    return None if page.next_after is None else replace_query_param(request.build_absolute_uri(), "after", page.next_after)
+    return (
+        None if page.next_after is None else replace_query_param(request.build_absolute_uri(), "after", page.next_after)
+    )
 
 
 NEXT_FIELD = serializers.URLField(allow_null=True, help_text="The next page, or null on the last one.")
@@ -90,7 +104,9 @@ class CheckpointList(APIView):
     @extend_schema(
         operation_id="v1_checkpoints_list",
         parameters=[CheckpointListParams],
-        responses=read_responses(inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True), "next": NEXT_FIELD})),
+        responses=read_responses(
+            inline_serializer("CheckpointList", {"results": CheckpointSerializer(many=True), "next": NEXT_FIELD})
+        ),
         description="Checkpoints in ascending id; follow `next` for the following page.",
     )
     def get(self, request: Request) -> Response:
@@ -108,7 +124,8 @@ class CheckpointDetail(APIView):
     @extend_schema(
         parameters=[FreshnessParams, *FRESHNESS_HEADERS],
         responses=read_responses(
-            inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}), about_checkpoint=True,
+            inline_serializer("CheckpointAnswer", {**FRESHNESS_FIELDS, "checkpoint": CheckpointSerializer()}),
+            about_checkpoint=True,
         ),
     )
     def get(self, request: Request, checkpoint_id: int) -> Response:
@@ -217,4 +234,3 @@ class MaintenanceRunList(CheckpointRowsView):
 
     serializer_class = MaintenanceRunSerializer
     related_name = "maintenance_runs"
-

@@ -1,4 +1,5 @@
 """Template filters of the dashboards."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -13,6 +14,7 @@ from ..offset_text import describe_offset
 from ..timespans import format_span
 
 register = template.Library()
+
 
 @register.filter
 def duration(value: timedelta | float | int | None) -> str:
@@ -60,8 +62,15 @@ def sparkline(trend) -> str:
         '<svg class="spark" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
         '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/></svg>'
         '<div class="small spark-scale">{} – {}</div>',
-        SPARK_WIDTH, SPARK_HEIGHT, SPARK_WIDTH, SPARK_HEIGHT, label, label, coordinates,
-        format_span(low / 1000), format_span(high / 1000),
+        SPARK_WIDTH,
+        SPARK_HEIGHT,
+        SPARK_WIDTH,
+        SPARK_HEIGHT,
+        label,
+        label,
+        coordinates,
+        format_span(low / 1000),
+        format_span(high / 1000),
     )
 
 

@@ -1,4 +1,5 @@
 """Error answers for URLs that match no route (Django's handler404, set in ckptweb/urls.py)."""
+
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse

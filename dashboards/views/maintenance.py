@@ -4,6 +4,7 @@ Viewing needs a login; asking for a plan needs ``plan_maintenance``; confirming 
 ``run_maintenance``; approving needs ``approve_maintenance`` (the "on-call" group has all three).
 The views change rows and enqueue tasks; the workers touch storage.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -18,8 +19,8 @@ from django.views.decorators.http import require_POST
 from workers import tasks
 
 from ..maintenance_forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
-from ..queueing import enqueue_on_commit
 from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
+from ..queueing import enqueue_on_commit
 
 AUDIT_ENTRIES_PER_PAGE = 50
 RECENT_RUNS = 20
@@ -73,7 +74,10 @@ def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpRespons
         return render(request, "dashboards/maintenance.html", _overview_context(checkpoint, request_form), status=400)
     with transaction.atomic():
         run = MaintenanceRun.objects.create(
-            checkpoint=checkpoint, action=request_form.action, parameters=request_form.parameters(), requested_by=request.user
+            checkpoint=checkpoint,
+            action=request_form.action,
+            parameters=request_form.parameters(),
+            requested_by=request.user,
         )
         AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
         enqueue_on_commit(request, tasks.plan_maintenance, run.pk, what="The request")
@@ -146,7 +150,9 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
     return redirect(run)
 
 
-def _refused_confirmation(request: HttpRequest, run: MaintenanceRun, form: MaintenanceConfirmForm, why: str, *, status: int) -> HttpResponse:
+def _refused_confirmation(
+    request: HttpRequest, run: MaintenanceRun, form: MaintenanceConfirmForm, why: str, *, status: int
+) -> HttpResponse:
     """Audit a refused confirmation and show the run page again, with what was typed and why it was refused."""
     run.record_refused_confirmation(request.user, why=why, typed=form.typed())
     form.add_error(None, f"Not confirmed: {why}")

@@ -1,4 +1,5 @@
 """Pages and panels: fetch through a permission helper, gather, render. No format or query logic."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -16,7 +17,6 @@ from workers import tasks
 
 from ..batch_pages import BatchPageRequest, read_batch_page
 from ..chart_series import BatchRange, timeline_series, timeline_version
-from ..fragments import cached_text, synced_version
 from ..charts import (
     InventoryPoint,
     PartitionPoint,
@@ -27,12 +27,7 @@ from ..charts import (
 )
 from ..checkpoint_list import PROVIDERS, ListRequest, build_list
 from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
-from ..query_status import Thresholds, assess
-from ..run_summary import compare_with_run, runs_section
-from ..runtime_section import runtime_section
-from ..state_as_of import StateAsOf
-from ..trends import duration_trends
-from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
+from ..fragments import cached_text, synced_version
 from ..models import (
     Batch,
     BatchProgress,
@@ -43,6 +38,12 @@ from ..models import (
     StateSample,
     StateScan,
 )
+from ..query_status import Thresholds, assess
+from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
+from ..run_summary import compare_with_run, runs_section
+from ..runtime_section import runtime_section
+from ..state_as_of import StateAsOf
+from ..trends import duration_trends
 
 RECENT_SYNC_RUNS = 10
 CHECKPOINTS_PER_PAGE = 50
@@ -118,11 +119,15 @@ def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     batch_range = BatchRange.from_query(request.GET)
-    interval = checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
+    interval = (
+        checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
+    )
 
     def build() -> str:
         series = timeline_series(checkpoint, batch_range)
-        return batch_timeline_figure(series.points, sink_compact_interval=interval, bucket_width=series.bucket_width).to_json()
+        return batch_timeline_figure(
+            series.points, sink_compact_interval=interval, bucket_width=series.bucket_width
+        ).to_json()
 
     body = cached_text("timeline-chart", (*timeline_version(checkpoint), batch_range.as_query(), interval), build)
     return HttpResponse(body, content_type="application/json")
@@ -160,7 +165,11 @@ def state_partition_detail(request: HttpRequest, checkpoint_id: int, partition_i
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
     context = {"checkpoint": checkpoint, "partition": partition, "sample": partition.samples.first()}
-    template = "dashboards/partials/state_sample.html" if request.headers.get("HX-Request") else "dashboards/state_partition.html"
+    template = (
+        "dashboards/partials/state_sample.html"
+        if request.headers.get("HX-Request")
+        else "dashboards/state_partition.html"
+    )
     return render(request, template, context)
 
 
@@ -185,7 +194,10 @@ def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> Htt
     batch = get_object_or_404(Batch, checkpoint=checkpoint, batch_id=batch_id)
     progress = BatchProgress.objects.for_batch(checkpoint.query_id, batch_id)
     context = {
-        "checkpoint": checkpoint, "batch": batch, "conf": sorted(batch.conf.items()), "progress": progress,
+        "checkpoint": checkpoint,
+        "batch": batch,
+        "conf": sorted(batch.conf.items()),
+        "progress": progress,
         "against_run": None if progress is None else compare_with_run(progress),
     }
     return render(request, "dashboards/batch_detail.html", context)
@@ -231,7 +243,9 @@ def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
         context = {"checkpoint": checkpoint, "batch_page": page, "batch_progress": progress}
         return render_to_string("dashboards/partials/batch_table.html", context)
 
-    return cached_text("batch-table", (*synced_version(checkpoint), page_request.before, page_request.after), render_table)
+    return cached_text(
+        "batch-table", (*synced_version(checkpoint), page_request.before, page_request.after), render_table
+    )
 
 
 def _metadata_log_context(checkpoint: Checkpoint) -> dict:
@@ -256,7 +270,9 @@ def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | No
     if trigger is None or log.latest_batch_id is None:
         return None
     return project_compaction(
-        sizes, latest_batch_id=log.latest_batch_id, trigger_seconds=trigger,
+        sizes,
+        latest_batch_id=log.latest_batch_id,
+        trigger_seconds=trigger,
         bytes_per_second=settings.COMPACTION_BYTES_PER_SECOND,
     )
 

@@ -2,6 +2,7 @@
 
 The audited work is in dashboards.registrations; these views fetch, validate and redirect.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -17,7 +18,13 @@ from workers import tasks
 from ..forms import ArchiveForm, CheckpointForm, RemoveForm
 from ..models import Checkpoint
 from ..queueing import PERIODIC_SYNC, enqueue_on_commit
-from ..registrations import RegistryRefused, archive_checkpoint, remove_checkpoint, restore_checkpoint, save_registration
+from ..registrations import (
+    RegistryRefused,
+    archive_checkpoint,
+    remove_checkpoint,
+    restore_checkpoint,
+    save_registration,
+)
 from .pages import CHECKPOINTS_PER_PAGE, get_checkpoint_for_user
 
 
@@ -27,7 +34,9 @@ def checkpoint_create(request: HttpRequest) -> HttpResponse:
     form = CheckpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         checkpoint = save_registration(form, actor=request.user)
-        enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
+        enqueue_on_commit(
+            request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC
+        )
         messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
         _tell_warnings(request, form)
         return redirect(checkpoint)
@@ -76,7 +85,9 @@ def checkpoint_restore(request: HttpRequest, checkpoint_id: int) -> HttpResponse
     except RegistryRefused as exc:
         messages.error(request, str(exc))
     else:
-        enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
+        enqueue_on_commit(
+            request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC
+        )
         messages.success(request, f"Restored {checkpoint.name}; a sync is queued.")
     return redirect(checkpoint)
 

@@ -1,4 +1,5 @@
 """The Runtime section's chart endpoint: every figure of the section in one response."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required

@@ -1,4 +1,5 @@
 """Fixtures of the dashboards tests."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,12 +25,14 @@ def synced(copy_checkpoint):
 def killed_synced(copy_checkpoint):
     """The PySpark fixture killed before batch 6's commit, synced; no catch-up asked for yet."""
     from django.core.cache import cache
-    from factories import make_checkpoint
 
     from dashboards.read_api.catchup import catch_up_key
+    from factories import make_checkpoint
     from workers.sync import sync_checkpoint
 
-    checkpoint = make_checkpoint(name="killed", url=str(copy_checkpoint(KILLED_MID_BATCH / "checkpoint", name="killed")))
+    checkpoint = make_checkpoint(
+        name="killed", url=str(copy_checkpoint(KILLED_MID_BATCH / "checkpoint", name="killed"))
+    )
     sync_checkpoint(checkpoint.pk)
     cache.delete(catch_up_key(checkpoint.pk))
     checkpoint.refresh_from_db()

@@ -1,4 +1,5 @@
 """Access: production settings pass Django's deploy check, forms need CSRF, logins are rate-limited."""
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,11 @@ def test_production_settings_pass_the_deploy_check_with_no_warning():
     }
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -56,7 +61,9 @@ def fresh_name() -> str:
     return f"user-{uuid.uuid4().hex[:12]}"
 
 
-def test_logins_from_one_address_are_refused_after_the_limit_even_with_the_right_password(client, django_user_model, settings, fresh_name):
+def test_logins_from_one_address_are_refused_after_the_limit_even_with_the_right_password(
+    client, django_user_model, settings, fresh_name
+):
     settings.LOGIN_FAILURES_LIMIT = 3
     django_user_model.objects.create_user(fresh_name, password="the-right-password")
     for attempt in range(3):

@@ -1,4 +1,5 @@
 """The API's front door: /api/v1/ lists its resources, /api/schema/ gives the schema, /api/docs/ shows it."""
+
 from __future__ import annotations
 
 import re
@@ -6,8 +7,8 @@ import re
 import pytest
 import yaml
 from django.contrib.staticfiles import finders
-from django.urls import reverse
 from rest_framework.authtoken.models import Token
+
 from url_catalogue import all_url_names, reverse_with_ids
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,5 @@
 """BatchQuerySet.insert_rows (the sync's executemany path) stores what Django's bulk_create stores."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,17 @@ def _rows(checkpoint_id: int) -> list[dict]:
 
 
 _COMPARED = [
-    "batch_id", "offset_log_version", "timestamp_ms", "watermark_ms", "conf", "sources", "source_ids",
-    "is_committed", "commit_log_version", "next_batch_watermark_ms", "commit_metadata",
+    "batch_id",
+    "offset_log_version",
+    "timestamp_ms",
+    "watermark_ms",
+    "conf",
+    "sources",
+    "source_ids",
+    "is_committed",
+    "commit_log_version",
+    "next_batch_watermark_ms",
+    "commit_metadata",
 ]
 
 
@@ -52,7 +62,13 @@ def test_insert_rows_stores_the_same_values_as_bulk_create():
 
     assert inserted == 5
     assert _stored(ours) == _stored(django)
-    assert [row[4] for row in _stored(ours)] == [SHARED_CONF, SHARED_CONF, {"spark.sql.shuffle.partitions": "8"}, SHARED_CONF, {}]
+    assert [row[4] for row in _stored(ours)] == [
+        SHARED_CONF,
+        SHARED_CONF,
+        {"spark.sql.shuffle.partitions": "8"},
+        SHARED_CONF,
+        {},
+    ]
 
 
 def test_insert_rows_fills_the_columns_a_row_leaves_out_with_the_field_defaults():

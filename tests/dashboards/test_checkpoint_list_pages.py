@@ -1,4 +1,5 @@
 """The checkpoint list: status first, counts per status, search, filters, sorts, copies, pages of 50."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,9 @@ pytestmark = pytest.mark.django_db
 
 def register_checkpoints(count: int, prefix: str = "q") -> None:
     """``count`` checkpoints named q000, q001, ... (bulk: the list does not need their sync schedules)."""
-    Checkpoint.objects.bulk_create(Checkpoint(name=f"{prefix}{n:03d}", url=f"/nowhere/{prefix}{n:03d}") for n in range(count))
+    Checkpoint.objects.bulk_create(
+        Checkpoint(name=f"{prefix}{n:03d}", url=f"/nowhere/{prefix}{n:03d}") for n in range(count)
+    )
 
 
 def names_shown(html: str) -> list[str]:
@@ -36,12 +39,18 @@ def get_list(client, name: str = "checkpoint-list", **query) -> str:
     return response.content.decode()
 
 
-def live(name: str, *, seconds_ago: float = 3, url: str | None = None, query: StreamingQuery | None = None, **figures) -> Checkpoint:
+def live(
+    name: str, *, seconds_ago: float = 3, url: str | None = None, query: StreamingQuery | None = None, **figures
+) -> Checkpoint:
     """A checkpoint a sync found running: batch 10 planned ``seconds_ago``, committed, synced just now."""
     now = timezone.now()
     figures = {
-        "latest_batch_id": 10, "latest_batch_at": now - timedelta(seconds=seconds_ago), "latest_committed_batch_id": 10,
-        "last_synced_at": now, "typical_gap_ms": 5_000, **figures,
+        "latest_batch_id": 10,
+        "latest_batch_at": now - timedelta(seconds=seconds_ago),
+        "latest_committed_batch_id": 10,
+        "last_synced_at": now,
+        "typical_gap_ms": 5_000,
+        **figures,
     }
     return Checkpoint.objects.create(name=name, url=url or f"/data/{name}", query=query, **figures)
 
@@ -64,7 +73,10 @@ def test_one_page_of_checkpoints_has_no_page_links(viewer_client):
     assert len(names_shown(html)) == 50 and 'id="checkpoint-pager"' not in html
 
 
-@pytest.mark.parametrize(("page", "first_shown"), [("x", "q000"), ("", "q000"), ("0", "q050"), ("-1", "q050"), ("99", "q050"), ("2.5", "q000")])
+@pytest.mark.parametrize(
+    ("page", "first_shown"),
+    [("x", "q000"), ("", "q000"), ("0", "q050"), ("-1", "q050"), ("99", "q050"), ("2.5", "q000")],
+)
 def test_a_garbage_or_out_of_range_page_shows_the_first_or_last_page(viewer_client, page, first_shown):
     register_checkpoints(60)
     for name in ("checkpoint-list", "checkpoint-list-panel"):
@@ -91,7 +103,7 @@ def test_each_row_says_its_status_and_why(viewer_client):
     html = get_list(viewer_client)
 
     assert statuses_shown(html) == {"payments": "stopped", "fresh": "not-started", "orders": "running"}
-    row = html[html.index('data-checkpoint="payments"'):html.index('data-checkpoint="fresh"')]
+    row = html[html.index('data-checkpoint="payments"') : html.index('data-checkpoint="fresh"')]
     assert "no new batch for 9 min (batch 10)" in row and "add the listener or register the event log" in row
 
 
@@ -110,7 +122,9 @@ def test_the_counts_per_status_are_links_to_the_filtered_list(viewer_client):
 
 
 def test_search_finds_by_name_path_query_id_and_query_name(viewer_client):
-    query = StreamingQuery.objects.create(query_id=uuid.UUID("6f1c1d2e-0000-4000-8000-000000000001"), name="orders_to_lake")
+    query = StreamingQuery.objects.create(
+        query_id=uuid.UUID("6f1c1d2e-0000-4000-8000-000000000001"), name="orders_to_lake"
+    )
     live("orders", query=query, url="s3://lake/ckpt/orders")
     live("payments")
 
@@ -125,7 +139,9 @@ def test_filters_by_provider_storage_scheme_and_findings(viewer_client):
     live("hdfs-agg", state_providers="hdfs", url="/data/hdfs-agg")
     live("rocks-join", state_providers="rocksdb", url="s3://lake/rocks-join")
     damaged = live("stateless", url="abfs://container/stateless")
-    Finding.objects.create(checkpoint=damaged, code="x", path="offsets/1", severity=Finding.Severity.WARNING, message="m")
+    Finding.objects.create(
+        checkpoint=damaged, code="x", path="offsets/1", severity=Finding.Severity.WARNING, message="m"
+    )
 
     assert names_shown(get_list(viewer_client, provider="rocksdb")) == ["rocks-join"]
     assert names_shown(get_list(viewer_client, scheme="file")) == ["hdfs-agg"]
@@ -157,19 +173,25 @@ def test_a_sorted_header_says_its_order_and_links_to_the_other_one(viewer_client
 
     html = get_list(viewer_client, sort="latest_batch")
 
-    assert '<th aria-sort="ascending"><a href="?sort=-latest_batch" data-sort="latest_batch">Latest batch</a> ▲</th>' in html
+    assert (
+        '<th aria-sort="ascending"><a href="?sort=-latest_batch" data-sort="latest_batch">Latest batch</a> ▲</th>'
+        in html
+    )
 
 
 def test_two_checkpoints_with_the_same_query_id_are_flagged_on_both_rows(viewer_client):
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
-    original, copy = live("orders", query=query), live("orders-restored", query=query, latest_batch_id=5, latest_committed_batch_id=5)
+    original, copy = (
+        live("orders", query=query),
+        live("orders-restored", query=query, latest_batch_id=5, latest_committed_batch_id=5),
+    )
     live("payments", query=StreamingQuery.objects.create(query_id=uuid.uuid4()))
 
     html = get_list(viewer_client)
 
     for row, other in ((original, copy), (copy, original)):
         start = html.index(f'data-checkpoint="{row.name}"')
-        cell = html[start:html.index("</tr>", start)]
+        cell = html[start : html.index("</tr>", start)]
         assert f'⚠ same query id as <a href="/checkpoints/{other.pk}/" hx-boost="false">{other.name}</a>' in cell
     assert html.count('class="copy-warning"') == 2
 
@@ -179,15 +201,24 @@ def test_progress_of_a_copys_later_batches_does_not_make_the_copy_look_alive(vie
     now = timezone.now()
     live("orders", query=query, latest_batch_id=117, latest_committed_batch_id=117)
     live("orders-copy", query=query, seconds_ago=3600, latest_batch_id=98, latest_committed_batch_id=98)
-    BatchProgress.objects.create(query=query, batch_id=117, timestamp=now - timedelta(seconds=2), origin="listener", num_input_rows=5)
-    BatchProgress.objects.create(query=query, batch_id=98, timestamp=now - timedelta(seconds=3600), origin="listener", num_input_rows=5)
+    BatchProgress.objects.create(
+        query=query, batch_id=117, timestamp=now - timedelta(seconds=2), origin="listener", num_input_rows=5
+    )
+    BatchProgress.objects.create(
+        query=query, batch_id=98, timestamp=now - timedelta(seconds=3600), origin="listener", num_input_rows=5
+    )
 
     assert statuses_shown(get_list(viewer_client)) == {"orders-copy": "stopped", "orders": "running"}
 
 
 def test_a_failed_last_sync_and_unreadable_files_show_as_failing_to_sync(viewer_client):
     broken, unreadable = live("broken"), live("unreadable")
-    SyncRun.objects.create(checkpoint=broken, finished_at=timezone.now(), status=SyncRun.Status.FAILED, message="s3://x: connection refused")
+    SyncRun.objects.create(
+        checkpoint=broken,
+        finished_at=timezone.now(),
+        status=SyncRun.Status.FAILED,
+        message="s3://x: connection refused",
+    )
     SyncIssue.objects.create(checkpoint=unreadable, path="offsets/3", error_type="CorruptFileError", reason="r")
 
     html = get_list(viewer_client)
@@ -200,11 +231,15 @@ def test_the_lists_plain_rows_give_the_health_model_what_the_query_page_gives_it
     """The list reads rows, the query page and /metrics model instances: the same facts from both."""
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     now = timezone.now()
-    checkpoint = live("orders", query=query, expected_trigger_seconds=7, trigger_interval_ms=5_000, recent_batch_duration_ms=900)
+    checkpoint = live(
+        "orders", query=query, expected_trigger_seconds=7, trigger_interval_ms=5_000, recent_batch_duration_ms=900
+    )
     SyncRun.objects.create(checkpoint=checkpoint, finished_at=now, status=SyncRun.Status.FAILED, message="refused")
     SyncIssue.objects.create(checkpoint=checkpoint, path="offsets/3", error_type="CorruptFileError", reason="r")
     Finding.objects.create(checkpoint=checkpoint, code="c", path="p", severity=Finding.Severity.ERROR, message="m")
-    BatchProgress.objects.create(query=query, batch_id=10, timestamp=now - timedelta(seconds=9), origin="listener", num_input_rows=4)
+    BatchProgress.objects.create(
+        query=query, batch_id=10, timestamp=now - timedelta(seconds=9), origin="listener", num_input_rows=4
+    )
     QueryRun.objects.create(query=query, run_id=uuid.uuid4(), last_batch_id=11, last_idle_at=now - timedelta(seconds=1))
 
     [row] = Checkpoint.objects.status_list_rows()
@@ -212,7 +247,11 @@ def test_the_lists_plain_rows_give_the_health_model_what_the_query_page_gives_it
 
     assert from_row == from_instance
     assert (from_row.last_sync_failed, from_row.unreadable_files, from_row.error_findings) == (True, 1, 1)
-    assert (from_row.trigger_interval_seconds, from_row.last_heard_at, from_row.last_heard_input_rows) == (7, now - timedelta(seconds=1), 0)
+    assert (from_row.trigger_interval_seconds, from_row.last_heard_at, from_row.last_heard_input_rows) == (
+        7,
+        now - timedelta(seconds=1),
+        0,
+    )
 
 
 def test_the_empty_list_says_how_to_register_a_checkpoint(client, operator_user):
@@ -242,14 +281,20 @@ def test_each_row_draws_its_own_batch_duration_per_minute_over_the_last_hour(vie
     live("orders-copy", query=query, seconds_ago=7200, latest_batch_id=9, latest_committed_batch_id=9)
     for batch_id, minutes_ago, duration_ms in ((5, 130, 40_000), (20, 50, 300), (25, 20, 900), (30, 1, 600)):
         BatchProgress.objects.create(
-            query=query, batch_id=batch_id, timestamp=now - timedelta(minutes=minutes_ago), batch_duration_ms=duration_ms, origin="listener",
+            query=query,
+            batch_id=batch_id,
+            timestamp=now - timedelta(minutes=minutes_ago),
+            batch_duration_ms=duration_ms,
+            origin="listener",
         )
 
     html = get_list(viewer_client)
 
-    orders = html[html.index('data-checkpoint="orders"'):]
-    copy = html[html.index('data-checkpoint="orders-copy"'):html.index('data-checkpoint="orders"')]
+    orders = html[html.index('data-checkpoint="orders"') :]
+    copy = html[html.index('data-checkpoint="orders-copy"') : html.index('data-checkpoint="orders"')]
     assert 'aria-label="batch duration per minute, last hour: 300 ms to 900 ms"' in orders
     assert orders.count("<polyline", 0, orders.index("</tr>")) == 1
     assert re.search(r'<polyline points="(\S+ ){2}\S+"', orders), "three minutes with batches, three points"
-    assert 'title="no progress in the last hour"' in copy, "the copy's batches ran two hours ago; the live query's are not its own"
+    assert 'title="no progress in the last hour"' in copy, (
+        "the copy's batches ran two hours ago; the live query's are not its own"
+    )

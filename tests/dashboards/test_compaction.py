@@ -1,4 +1,5 @@
 """dashboards.compaction: the compact-file growth projection, on sizes worked out by hand."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -13,13 +14,18 @@ def test_linear_growth_crosses_where_a_compaction_needs_a_whole_trigger_interval
     sizes = [(9, 1_000), (19, 2_000), (29, 3_000)]
     outlook = project_compaction(sizes, latest_batch_id=30, trigger_seconds=10, bytes_per_second=1_000)
     assert outlook == CompactionOutlook(
-        bytes_per_batch=pytest.approx(100.0), intercept_bytes=pytest.approx(100.0), threshold_bytes=10_000, crossing_batch_id=99,
+        bytes_per_batch=pytest.approx(100.0),
+        intercept_bytes=pytest.approx(100.0),
+        threshold_bytes=10_000,
+        crossing_batch_id=99,
         time_to_crossing=timedelta(seconds=690),
     )
 
 
 def test_a_log_already_past_the_threshold_crosses_now():
-    outlook = project_compaction([(9, 50_000), (19, 60_000)], latest_batch_id=25, trigger_seconds=1, bytes_per_second=1_000)
+    outlook = project_compaction(
+        [(9, 50_000), (19, 60_000)], latest_batch_id=25, trigger_seconds=1, bytes_per_second=1_000
+    )
     assert (outlook.crossing_batch_id, outlook.time_to_crossing) == (25, timedelta(0))
 
 

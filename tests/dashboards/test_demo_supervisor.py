@@ -1,4 +1,5 @@
 """`manage.py demo` keeps its processes running: real child processes killed under the supervisor."""
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,9 @@ def test_a_child_that_keeps_exiting_is_given_up_after_the_limit_and_said_so():
             supervisor.check()
             clock.now += 1
 
-        assert said[:RESTART_LIMIT] == [f"demo: celery beat exited with status 3; restarted it (pid {pid})" for pid in _pids(said)]
+        assert said[:RESTART_LIMIT] == [
+            f"demo: celery beat exited with status 3; restarted it (pid {pid})" for pid in _pids(said)
+        ]
         assert said[RESTART_LIMIT] == (
             f"demo: celery beat exited with status 3, its {RESTART_LIMIT + 1}th exit in 300 s: not restarted again; "
             "the other processes go on"

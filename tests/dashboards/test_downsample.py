@@ -1,10 +1,10 @@
 """Min/max-per-bucket downsampling: the pure reference, and the SQL statement checked against it."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
-from factories import make_checkpoint
 
 from dashboards.chart_series import TIMELINE_SHAPE, BatchRange, timeline_series
 from dashboards.downsample import (
@@ -15,6 +15,7 @@ from dashboards.downsample import (
     select_downsampled,
 )
 from dashboards.models import Batch
+from factories import make_checkpoint
 
 SHAPE = SeriesShape(key="batch_id", values=("timestamp_ms", "next_batch_watermark_ms"))
 SEEDS = [1, 2, 3, 4]
@@ -81,17 +82,17 @@ def test_partitions_are_downsampled_separately_and_kept_in_order():
         series = [row for row in rows if row["op"] == op]
         keys = {0, 39}
         for start in range(0, 40, 10):
-            bucket = series[start:start + 10]
-            keys |= {min(bucket, key=lambda r: (r["y"], r["batch_id"]))["batch_id"],
-                     min(bucket, key=lambda r: (-r["y"], r["batch_id"]))["batch_id"]}
+            bucket = series[start : start + 10]
+            keys |= {
+                min(bucket, key=lambda r: (r["y"], r["batch_id"]))["batch_id"],
+                min(bucket, key=lambda r: (-r["y"], r["batch_id"]))["batch_id"],
+            }
         expected += [(op, key) for key in sorted(keys)]
     assert [(row["op"], row["batch_id"]) for row in kept] == expected
 
 
 def _store(rows: list[dict], checkpoint) -> None:
-    Batch.objects.bulk_create(
-        Batch(checkpoint=checkpoint, offset_log_version=1, watermark_ms=0, **row) for row in rows
-    )
+    Batch.objects.bulk_create(Batch(checkpoint=checkpoint, offset_log_version=1, watermark_ms=0, **row) for row in rows)
 
 
 @pytest.mark.django_db
@@ -126,20 +127,28 @@ def test_the_timeline_series_keeps_what_the_reference_keeps_of_the_timed_batches
     rows, clock = [], 1_600_000_000_000
     for batch_id in range(6_000):
         clock += rng.choice([1_000, 1_000, 2_000, 60_000])
-        rows.append({"batch_id": batch_id, "timestamp_ms": 0 if batch_id < 10 else clock, "is_committed": rng.random() > 0.01})
+        rows.append(
+            {"batch_id": batch_id, "timestamp_ms": 0 if batch_id < 10 else clock, "is_committed": rng.random() > 0.01}
+        )
     _store(rows, checkpoint)
 
     series = timeline_series(checkpoint, BatchRange())
 
     timed = [row for row in rows if row["timestamp_ms"] > 0]
     reference = [
-        {"batch_id": row["batch_id"], "watermark_ms": 0, "committed_flag": int(row["is_committed"]),
-         "interval_ms": None if i == 0 else row["timestamp_ms"] - timed[i - 1]["timestamp_ms"]}
+        {
+            "batch_id": row["batch_id"],
+            "watermark_ms": 0,
+            "committed_flag": int(row["is_committed"]),
+            "interval_ms": None if i == 0 else row["timestamp_ms"] - timed[i - 1]["timestamp_ms"],
+        }
         for i, row in enumerate(timed)
     ]
     width = _next_power_of_two(bucket_width_for(6_000, len(TIMELINE_SHAPE.values)))
     assert series.bucket_width == width > 1
-    _assert_reference_points_plus_one_end([p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=width))
+    _assert_reference_points_plus_one_end(
+        [p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=width)
+    )
     assert {p.batch_id for p in series.points if not p.is_committed} >= {
         min(r["batch_id"] for r in bucket) for bucket in _uncommitted_by_bucket(reference, width)
     }
@@ -189,11 +198,17 @@ def test_a_live_query_reuses_its_settled_buckets_and_reads_only_the_newest_ones(
     downsampling = [q["sql"] for q in queries.captured_queries if "ds_bucket" in q["sql"]]
     assert len(downsampling) == 1, "only the newest buckets are read again"
     reference = [
-        {"batch_id": row["batch_id"], "watermark_ms": 0, "committed_flag": int(row["is_committed"]),
-         "interval_ms": None if i == 0 else row["timestamp_ms"] - rows[i - 1]["timestamp_ms"]}
+        {
+            "batch_id": row["batch_id"],
+            "watermark_ms": 0,
+            "committed_flag": int(row["is_committed"]),
+            "interval_ms": None if i == 0 else row["timestamp_ms"] - rows[i - 1]["timestamp_ms"],
+        }
         for i, row in enumerate(rows)
     ]
-    _assert_reference_points_plus_one_end([p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=series.bucket_width))
+    _assert_reference_points_plus_one_end(
+        [p.batch_id for p in series.points], downsample_rows(reference, TIMELINE_SHAPE, width=series.bucket_width)
+    )
     intervals = {p.batch_id: p.interval_ms for p in series.points}
     assert all(intervals[row["batch_id"]] == row["interval_ms"] for row in reference if row["batch_id"] in intervals)
 

@@ -1,5 +1,6 @@
 """Panels rendered once per sync (dashboards.fragments): a second request reads no batch row, and
 the request after a sync that stored something shows it."""
+
 from __future__ import annotations
 
 import re
@@ -8,10 +9,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from factories import long_stateless_history, make_checkpoint
-from fixture_paths import OUR_FIXTURES
 
 from dashboards.fragments import cached_text, synced_version
+from factories import long_stateless_history, make_checkpoint
+from fixture_paths import OUR_FIXTURES
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db

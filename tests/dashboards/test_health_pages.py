@@ -1,4 +1,5 @@
 """The compaction, inventory and findings panels, on a synced copy of a real PySpark checkpoint."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def synced_dedup(copy_checkpoint) -> Checkpoint:
 
 def test_query_page_shows_each_compactible_log(viewer_client, synced_dedup):
     page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
-    table = page[page.index('id="metadata-logs"'):page.index("</table>", page.index('id="metadata-logs"'))]
+    table = page[page.index('id="metadata-logs"') : page.index("</table>", page.index('id="metadata-logs"'))]
 
     assert "file source" in table and "sources/0" in table
     assert "file sink" in table and "/output/_spark_metadata" in table
@@ -76,11 +77,11 @@ def test_list_and_query_pages_show_an_integrity_error_with_its_file(viewer_clien
     sync_checkpoint(checkpoint.pk)
 
     listing = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
-    row = listing[listing.index("damaged"):]
+    row = listing[listing.index("damaged") :]
     assert '<td class="findings"><span class="badge error" title="errors: a restart would fail">1</span>' in row
 
     page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
-    findings = page[page.index('id="findings"'):page.index("</table>", page.index('id="findings"'))]
+    findings = page[page.index('id="findings"') : page.index("</table>", page.index('id="findings"'))]
     assert f"offsets/{latest}" in findings and "log-file-empty" in findings
 
 
@@ -210,7 +211,9 @@ def test_a_cleaned_up_version_with_no_newer_committed_one_is_an_error_that_says_
 ):
     from dashboards.models import StatePartition
 
-    checkpoint = make_checkpoint(name="cleaned", url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink") / "checkpoint"))
+    checkpoint = make_checkpoint(
+        name="cleaned", url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink") / "checkpoint")
+    )
     sync_checkpoint(checkpoint.pk)
     partition = StatePartition.objects.filter(checkpoint=checkpoint).order_by("partition").first()
     StatePartition.objects.filter(pk=partition.pk).update(rows_version=5)
@@ -243,7 +246,7 @@ def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer
 
 def _state_as_of_line(page: str) -> str:
     start = page.index('id="state-as-of"')
-    return " ".join(page[page.index(">", start) + 1:page.index("</p>", start)].split())
+    return " ".join(page[page.index(">", start) + 1 : page.index("</p>", start)].split())
 
 
 def test_the_state_panel_says_when_its_rows_were_read_not_when_the_full_pass_ran(viewer_client, synced_dedup):
@@ -275,8 +278,17 @@ def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(viewer_
     synced_agg.state_partitions.all().delete()
     StatePartition.objects.bulk_create(
         StatePartition(
-            checkpoint=synced_agg, operator=0, partition=p, store="default", provider="hdfs", path=f"state/0/{p}",
-            latest_version=120, snapshot_version=120 - p % 37, delta_chain=p % 37, rows=1000 + 7 * p, bytes_on_disk=50_000 + 300 * p,
+            checkpoint=synced_agg,
+            operator=0,
+            partition=p,
+            store="default",
+            provider="hdfs",
+            path=f"state/0/{p}",
+            latest_version=120,
+            snapshot_version=120 - p % 37,
+            delta_chain=p % 37,
+            rows=1000 + 7 * p,
+            bytes_on_disk=50_000 + 300 * p,
         )
         for p in range(200)
     )
@@ -303,7 +315,9 @@ def test_the_batch_table_shows_each_batch_s_duration_rows_and_rates_from_spark_s
 
     html = viewer_client.get(reverse("dashboards:batch-table-panel", args=[synced_dedup.pk])).content.decode()
     rows = {
-        int(batch): [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        int(batch): [
+            " ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
         for batch, row in re.findall(r'<tr class="[^"]*">\s*<td><a [^>]+>(\d+)</a></td>(.*?)</tr>', html, re.S)
     }
     for batch_id, cells in rows.items():

@@ -1,4 +1,5 @@
 """POST /api/ingest/progress/: the progress PySpark reported for a fixture query, sent as the listener sends it."""
+
 from __future__ import annotations
 
 import json
@@ -39,16 +40,25 @@ def test_stored_figures_are_those_spark_reported(client, pipeline_token):
     _post(client, {"progress": last}, pipeline_token)
 
     row = BatchProgress.objects.get(batch_id=last["batchId"])
-    assert (row.num_input_rows, row.batch_duration_ms, row.duration_ms) == (last["numInputRows"], last["batchDuration"], last["durationMs"])
+    assert (row.num_input_rows, row.batch_duration_ms, row.duration_ms) == (
+        last["numInputRows"],
+        last["batchDuration"],
+        last["durationMs"],
+    )
     assert row.watermark == datetime.fromisoformat(last["eventTime"]["watermark"])
     assert str(row.run.run_id) == last["runId"]
     [operator] = StateOperatorMetrics.objects.filter(progress=row)
     reported = last["stateOperators"][0]
     assert (operator.operator_name, operator.num_rows_total, operator.memory_used_bytes) == (
-        reported["operatorName"], reported["numRowsTotal"], reported["memoryUsedBytes"],
+        reported["operatorName"],
+        reported["numRowsTotal"],
+        reported["memoryUsedBytes"],
     )
     assert operator.custom_metrics == reported["customMetrics"]
-    hits, misses = reported["customMetrics"]["loadedMapCacheHitCount"], reported["customMetrics"]["loadedMapCacheMissCount"]
+    hits, misses = (
+        reported["customMetrics"]["loadedMapCacheHitCount"],
+        reported["customMetrics"]["loadedMapCacheMissCount"],
+    )
     assert operator.cache_hit_ratio == hits / (hits + misses)
 
 
@@ -56,7 +66,12 @@ def test_a_resent_batch_replaces_the_earlier_report(client, pipeline_token):
     first = _post(client, {"progress": PROGRESS[0]}, pipeline_token)
     again = _post(client, {"progress": PROGRESS[0]}, pipeline_token)
 
-    assert (first.status_code, first.json()["created"], again.status_code, again.json()["created"]) == (201, True, 200, False)
+    assert (first.status_code, first.json()["created"], again.status_code, again.json()["created"]) == (
+        201,
+        True,
+        200,
+        False,
+    )
     assert BatchProgress.objects.count() == 1
     assert StateOperatorMetrics.objects.count() == len(PROGRESS[0]["stateOperators"])
 
@@ -80,10 +95,20 @@ def test_a_user_without_the_ingest_permission_gets_403(client, django_user_model
         ({"progress": {key: value for key, value in PROGRESS[0].items() if key != "id"}}, "id"),
         # Found by the schema test: a query id that is no UUID was a 500 when the row was stored.
         ({"progress": {**PROGRESS[0], "id": "orders-query"}}, "'id' is not a UUID: 'orders-query'"),
-        ({"idle": {"id": PROGRESS[0]["id"], "runId": "run-2", "timestamp": "2031-01-02T03:04:05Z"}}, "'runId' is not a UUID"),
+        (
+            {"idle": {"id": PROGRESS[0]["id"], "runId": "run-2", "timestamp": "2031-01-02T03:04:05Z"}},
+            "'runId' is not a UUID",
+        ),
         ({"progress": {**PROGRESS[0], "timestamp": "0001-01-01T00:00:00+01:00"}}, "outside years 1-9999 in UTC"),
     ],
-    ids=["no progress", "batch id not a number", "no query id", "query id not a uuid", "run id not a uuid", "before year 1"],
+    ids=[
+        "no progress",
+        "batch id not a number",
+        "no query id",
+        "query id not a uuid",
+        "run id not a uuid",
+        "before year 1",
+    ],
 )
 def test_a_malformed_progress_is_refused_with_the_reason(client, pipeline_token, body, reason):
     response = _post(client, body, pipeline_token)
@@ -96,7 +121,12 @@ def test_names_of_any_length_and_offsets_of_any_size_are_stored(client, pipeline
     # Found by the schema test on PostgreSQL: a state operator name over 100 characters and a
     # UTC offset over 15 hours were 500s (the column's length, the database's offset range).
     operator = {**PROGRESS[0]["stateOperators"][0], "operatorName": "o" * 300}
-    progress = {**PROGRESS[0], "name": "q" * 400, "timestamp": "2026-11-22T22:49:00+22:49", "stateOperators": [operator]}
+    progress = {
+        **PROGRESS[0],
+        "name": "q" * 400,
+        "timestamp": "2026-11-22T22:49:00+22:49",
+        "stateOperators": [operator],
+    }
 
     response = _post(client, {"progress": progress}, pipeline_token)
 
@@ -107,7 +137,12 @@ def test_names_of_any_length_and_offsets_of_any_size_are_stored(client, pipeline
 
 
 def test_a_body_that_is_not_json_is_refused(client, pipeline_token):
-    response = client.post(URL, "progress=1", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=f"Token {pipeline_token}")
+    response = client.post(
+        URL,
+        "progress=1",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=f"Token {pipeline_token}",
+    )
     assert response.status_code == 415
 
 
@@ -140,14 +175,16 @@ def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_to
 
     page = client.get(f"{checkpoint.get_absolute_url()}batches/{last['batchId']}/").content.decode()
 
-    operators = page[page.index('id="batch-state-operators"'):]
+    operators = page[page.index('id="batch-state-operators"') :]
     reported = last["stateOperators"][0]
     assert f"<td>{reported['numRowsTotal']}</td>" in operators
     assert f"loadedMapCacheHitCount={reported['customMetrics']['loadedMapCacheHitCount']}" in operators
-    assert f"<td>{last['durationMs']['addBatch']}</td>" in page[page.index('id="batch-durations"'):]
+    assert f"<td>{last['durationMs']['addBatch']}</td>" in page[page.index('id="batch-durations"') :]
 
 
-def test_a_pipeline_beyond_the_ingest_rate_gets_429_and_others_go_on(client, pipeline_token, django_user_model, monkeypatch):
+def test_a_pipeline_beyond_the_ingest_rate_gets_429_and_others_go_on(
+    client, pipeline_token, django_user_model, monkeypatch
+):
     from django.core.cache import cache
     from rest_framework.throttling import ScopedRateThrottle
 
@@ -181,7 +218,9 @@ def test_an_idle_event_marks_the_run_alive_after_its_last_progress(client, pipel
 
 
 def test_an_idle_event_without_a_run_id_is_refused_with_the_reason(client, pipeline_token):
-    response = _post(client, {"idle": {"id": PROGRESS[0]["id"], "timestamp": "2031-01-02T03:04:05.678Z"}}, pipeline_token)
+    response = _post(
+        client, {"idle": {"id": PROGRESS[0]["id"], "timestamp": "2031-01-02T03:04:05.678Z"}}, pipeline_token
+    )
 
     assert response.status_code == 400
     assert response.json()["error"].startswith("request body: idle")

@@ -1,4 +1,5 @@
 """`manage.py inspect_checkpoint`: agrees with what Spark reported, and needs no database."""
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,11 @@ def test_the_command_touches_no_database():
     env = {"CKPTWEB_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
         [sys.executable, "manage.py", "inspect_checkpoint", str(INCONSISTENT), "--json"],
-        cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=60,
+        cwd=REPO_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["query_id"] == "d4358946-170c-49a7-823b-d8e4e9126616"
@@ -81,7 +86,13 @@ def test_the_file_source_log_is_summarised_and_the_sink_log_only_when_asked():
     assert sink["kind"] == "sink"
     assert sink["path"] == (SINK_FIXTURE / "output" / "_spark_metadata").as_uri()
     assert set(sink) == {
-        "path", "kind", "version", "compact_interval", "latest_batch", "compact_batches", "live_entries",
+        "path",
+        "kind",
+        "version",
+        "compact_interval",
+        "latest_batch",
+        "compact_batches",
+        "live_entries",
         "latest_compact_bytes",
     }
 
@@ -96,7 +107,10 @@ def test_a_sink_log_without_batch_files_is_reported_as_an_error(tmp_path):
     (tmp_path / "_spark_metadata").mkdir()
     summary = _inspect_args(SINK_FIXTURE / "checkpoint", "--sink-log", tmp_path)
     assert summary["errors"] == [
-        {"path": f"{tmp_path.as_uri()}/_spark_metadata", "error": f"{tmp_path.as_uri()}/_spark_metadata: no file sink log batch files here"}
+        {
+            "path": f"{tmp_path.as_uri()}/_spark_metadata",
+            "error": f"{tmp_path.as_uri()}/_spark_metadata: no file sink log batch files here",
+        }
     ]
 
 
@@ -111,19 +125,30 @@ def _bad_paths(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "missing": ([str(missing)], f"{missing.as_uri()}: no such file or folder"),
         "file": ([str(file)], f"{file.as_uri()}: this is a file, not a checkpoint folder"),
         "no checkpoint": (
-            [str(folder)], f"{folder.as_uri()}: no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint"
+            [str(folder)],
+            f"{folder.as_uri()}: no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint",
         ),
         "sink output given as checkpoint": (
-            [str(SINK_FIXTURE / "output")], f"{(SINK_FIXTURE / 'output').as_uri()}: this is a file sink's output"
+            [str(SINK_FIXTURE / "output")],
+            f"{(SINK_FIXTURE / 'output').as_uri()}: this is a file sink's output",
         ),
         "sink log missing": ([checkpoint, "--sink-log", str(missing)], f"{missing.as_uri()}: no such folder"),
         "sink log a file": ([checkpoint, "--sink-log", str(file)], f"{file.as_uri()}: this is a file"),
-        "sink log absent": ([checkpoint, "--sink-log", str(folder)], f"{folder.as_uri()}: no _spark_metadata folder here"),
+        "sink log absent": (
+            [checkpoint, "--sink-log", str(folder)],
+            f"{folder.as_uri()}: no _spark_metadata folder here",
+        ),
     }
 
 
 BAD_PATH_CASES = (
-    "missing", "file", "no checkpoint", "sink output given as checkpoint", "sink log missing", "sink log a file", "sink log absent",
+    "missing",
+    "file",
+    "no checkpoint",
+    "sink output given as checkpoint",
+    "sink log missing",
+    "sink log a file",
+    "sink log absent",
 )
 
 
@@ -131,7 +156,11 @@ BAD_PATH_CASES = (
 def test_a_path_holding_no_checkpoint_exits_with_status_1_naming_it(tmp_path, case):
     args, message = _bad_paths(tmp_path)[case]
     result = subprocess.run(
-        [sys.executable, "manage.py", "inspect_checkpoint", *args], cwd=REPO_DIR, capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "inspect_checkpoint", *args],
+        cwd=REPO_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert f"CommandError: {message}" in result.stderr
@@ -145,7 +174,10 @@ def test_a_query_that_ran_no_batch_is_summarised_with_a_warning(tmp_path):
     out, err = StringIO(), StringIO()
     call_command("inspect_checkpoint", str(tmp_path), "--json", stdout=out, stderr=err)
     assert json.loads(out.getvalue())["query_id"] == "7f2f8253-89e7-4971-8c29-64755cc9983d"
-    assert err.getvalue() == f"warning: {tmp_path.as_uri()}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them\n"
+    assert (
+        err.getvalue()
+        == f"warning: {tmp_path.as_uri()}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them\n"
+    )
 
 
 def test_the_text_output_names_each_metadata_log():
@@ -193,7 +225,10 @@ def test_state_rows_at_the_restart_version_equal_what_spark_reported(checkpoint:
 def test_state_of_a_join_lists_each_of_its_four_stores():
     state = inspect(OUR_FIXTURES / "stream_stream_join" / "checkpoint")["state"]
     assert [store["store"] for store in state] == [
-        "left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue",
+        "left-keyToNumValues",
+        "left-keyWithIndexToValue",
+        "right-keyToNumValues",
+        "right-keyWithIndexToValue",
     ]
     assert all(store["partitions"] == 2 and store["bytes_on_disk"] > 0 for store in state)
 
@@ -214,6 +249,8 @@ def test_the_configured_compact_interval_applies_until_a_log_has_a_compaction(tm
     write_sink_log(tmp_path / "sink" / "_spark_metadata", range(2))
 
     default = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink")["metadata_logs"][0]
-    configured = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink", "--compact-interval", "5")["metadata_logs"][0]
+    configured = _inspect_args(INCONSISTENT, "--sink-log", tmp_path / "sink", "--compact-interval", "5")[
+        "metadata_logs"
+    ][0]
 
     assert (default["compact_interval"], configured["compact_interval"]) == (10, 5)

@@ -1,9 +1,16 @@
 """The maintenance form's defaults and previews: the pure functions, and the figures a real sync stores."""
+
 from __future__ import annotations
 
 import pytest
 
-from dashboards.maintenance_figures import LogFigures, MaintenanceFigures, StoreFigures, preview_request, suggest_parameters
+from dashboards.maintenance_figures import (
+    LogFigures,
+    MaintenanceFigures,
+    StoreFigures,
+    preview_request,
+    suggest_parameters,
+)
 from dashboards.models import Checkpoint
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
@@ -27,8 +34,12 @@ def figures(**overrides) -> MaintenanceFigures:
 def test_a_min_batches_to_retain_pinned_in_the_offset_log_is_the_default_of_every_retention():
     suggested = suggest_parameters(figures(conf={RETAIN: "10"}))
 
-    assert {name: suggested[name].value for name in ("keep_batches", "min_versions_to_retain", "min_batches_to_retain")} == {
-        "keep_batches": 10, "min_versions_to_retain": 10, "min_batches_to_retain": 10,
+    assert {
+        name: suggested[name].value for name in ("keep_batches", "min_versions_to_retain", "min_batches_to_retain")
+    } == {
+        "keep_batches": 10,
+        "min_versions_to_retain": 10,
+        "min_batches_to_retain": 10,
     }
     assert suggested["keep_batches"].source == "spark.sql.streaming.minBatchesToRetain, pinned in the offset log"
 
@@ -50,7 +61,12 @@ def test_an_unpurged_log_without_a_usable_pinned_value_starts_from_sparks_defaul
 
 
 def test_min_chain_starts_from_the_pinned_min_deltas_for_snapshot_else_sparks_default():
-    assert suggest_parameters(figures(conf={"spark.sql.streaming.stateStore.minDeltasForSnapshot": "5"}))["min_chain"].value == 5
+    assert (
+        suggest_parameters(figures(conf={"spark.sql.streaming.stateStore.minDeltasForSnapshot": "5"}))[
+            "min_chain"
+        ].value
+        == 5
+    )
     assert suggest_parameters(figures())["min_chain"].value == 10
 
 
@@ -68,7 +84,9 @@ def test_a_purge_preview_names_the_batches_that_go_and_those_that_stay():
 
 
 def test_a_purge_preview_with_more_batches_kept_than_stored_says_which_value_would_purge():
-    preview = preview_request("purge", {"keep_batches": 100}, figures(oldest_batch_id=8, latest_batch_id=11, latest_committed_batch_id=11))
+    preview = preview_request(
+        "purge", {"keep_batches": 100}, figures(oldest_batch_id=8, latest_batch_id=11, latest_committed_batch_id=11)
+    )
 
     assert preview.text == (
         "nothing to purge: keep_batches 100 keeps batches 8–11 (4 batches), all that is stored; keep_batches 3 or fewer would purge from batch 8"
@@ -82,7 +100,11 @@ def test_a_purge_preview_before_any_commit_says_so():
 
 
 def test_a_snapshot_preview_counts_the_stores_over_the_chain_limit():
-    stores = (StoreFigures("state/0/0", "hdfs", 40, 3), StoreFigures("state/0/1", "hdfs", 40, 12), StoreFigures("state/0/2", "hdfs", 40, 0))
+    stores = (
+        StoreFigures("state/0/0", "hdfs", 40, 3),
+        StoreFigures("state/0/1", "hdfs", 40, 12),
+        StoreFigures("state/0/2", "hdfs", 40, 0),
+    )
 
     assert preview_request("snapshot", {"min_chain": 10}, figures(stores=stores)).text == (
         "write a snapshot in 1 of 3 stores, whose delta chains of 12 deltas are over 10"
@@ -98,7 +120,10 @@ def test_a_snapshot_preview_of_rocksdb_stores_or_none_says_why_nothing_happens()
     assert preview_request("snapshot", {"min_chain": 10}, figures(stores=rocksdb)).text == (
         "nothing to do: no HDFS-backed store (RocksDB's snapshots are written by Spark's RocksDB provider)"
     )
-    assert preview_request("snapshot", {"min_chain": 10}, figures()).text == "nothing to do: the last full pass found no state store"
+    assert (
+        preview_request("snapshot", {"min_chain": 10}, figures()).text
+        == "nothing to do: the last full pass found no state store"
+    )
 
 
 def test_a_cleanup_preview_keeps_the_offset_logs_batches_unless_told_not_to():
@@ -126,15 +151,34 @@ def test_a_cleanup_preview_with_everything_retained_says_which_value_would_chang
 
 
 def test_a_compact_preview_says_what_the_log_lacks_and_when_spark_would_expire():
-    log = LogFigures("sources/0", "sources/0", 10, latest_batch_id=57, oldest_batch_id=0, compact_batch_ids=frozenset({9, 19, 29, 39, 49}))
-    missing = LogFigures("sources/0", "sources/0", 10, latest_batch_id=57, oldest_batch_id=0, compact_batch_ids=frozenset({9, 19, 29, 39}))
+    log = LogFigures(
+        "sources/0",
+        "sources/0",
+        10,
+        latest_batch_id=57,
+        oldest_batch_id=0,
+        compact_batch_ids=frozenset({9, 19, 29, 39, 49}),
+    )
+    missing = LogFigures(
+        "sources/0",
+        "sources/0",
+        10,
+        latest_batch_id=57,
+        oldest_batch_id=0,
+        compact_batch_ids=frozenset({9, 19, 29, 39}),
+    )
 
-    assert preview_request("compact", {"log": "sources/0", "min_batches_to_retain": 100}, figures(logs=(log,))).text == (
+    assert preview_request(
+        "compact", {"log": "sources/0", "min_batches_to_retain": 100}, figures(logs=(log,))
+    ).text == (
         "nothing to compact: 49.compact is present; nothing to expire in sources/0: Spark expires files only from batch 109 on "
         "(interval 10, min_batches_to_retain 100) and the log is at batch 57; min_batches_to_retain 48 or fewer would expire from batch 0"
     )
     preview = preview_request("compact", {"log": "sources/0", "min_batches_to_retain": 20}, figures(logs=(missing,)))
-    assert preview.text == "write 49.compact of sources/0, which is missing; expire batches 0–28 (29 batches) of sources/0 (those past the cleanup delay)"
+    assert (
+        preview.text
+        == "write 49.compact of sources/0, which is missing; expire batches 0–28 (29 batches) of sources/0 (those past the cleanup delay)"
+    )
     assert preview.does_something
 
 
@@ -153,7 +197,9 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
     checkpoint = make_checkpoint(url=str(directory), sink_log_url=str(output), file_log_compact_interval=3)
     sync_checkpoint(checkpoint.pk)
     checkpoint.refresh_from_db()
-    state_versions = {int(p.name.split(".")[0]) for p in (directory / "state").rglob("*") if p.suffix in (".delta", ".snapshot")}
+    state_versions = {
+        int(p.name.split(".")[0]) for p in (directory / "state").rglob("*") if p.suffix in (".delta", ".snapshot")
+    }
 
     # The inventory pass (2), the pinned conf, the state partitions, the logs and their compact files.
     with django_assert_num_queries(6):
@@ -176,7 +222,9 @@ def test_the_log_choices_show_the_compact_interval_read_from_each_log(copy_check
 
     directory = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "checkpoint", "dedup")
     output = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "output", "dedup-output")
-    checkpoint = make_checkpoint(name="dedup", url=str(directory), sink_log_url=str(output), file_log_compact_interval=3)
+    checkpoint = make_checkpoint(
+        name="dedup", url=str(directory), sink_log_url=str(output), file_log_compact_interval=3
+    )
     sync_checkpoint(checkpoint.pk)
 
     # sources/0 holds 2.compact 3 4 5.compact 6 7; the sink log 11.compact 12 13 14.compact 15 (interval 3).

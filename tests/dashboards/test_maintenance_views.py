@@ -1,4 +1,5 @@
 """Maintenance pages: who may do what, the two-step confirmation, what the pages show."""
+
 from __future__ import annotations
 
 import re
@@ -33,7 +34,9 @@ def _url(name, run):
     return reverse(f"dashboards:{name}", args=[run.checkpoint_id, run.pk])
 
 
-def test_asking_for_a_plan_creates_a_run_and_queues_the_planner(oncall_client, checkpoint, django_capture_on_commit_callbacks, eager_celery):
+def test_asking_for_a_plan_creates_a_run_and_queues_the_planner(
+    oncall_client, checkpoint, django_capture_on_commit_callbacks, eager_celery
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = oncall_client.post(
             reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": "3"}
@@ -47,7 +50,9 @@ def test_asking_for_a_plan_creates_a_run_and_queues_the_planner(oncall_client, c
 
 
 def test_a_request_without_the_actions_threshold_is_rejected_with_the_field_named(oncall_client, checkpoint):
-    response = oncall_client.post(reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": ""})
+    response = oncall_client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": ""}
+    )
 
     assert response.status_code == 400
     assert "Required for this action." in response.content.decode()
@@ -64,7 +69,9 @@ def test_a_viewer_may_read_a_plan_but_not_act_on_it(viewer_client, planned_run, 
 
 
 def test_a_viewer_may_not_ask_for_a_plan(viewer_client, checkpoint):
-    response = viewer_client.post(reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": "3"})
+    response = viewer_client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": "3"}
+    )
     assert response.status_code == 403
 
 
@@ -78,21 +85,29 @@ def test_the_run_page_shows_every_file_of_the_plan_and_its_preconditions(oncall_
     assert "Confirm and run" in page
 
 
-def test_confirming_needs_the_checkpoint_name_typed_exactly(oncall_client, planned_run, django_capture_on_commit_callbacks):
-    response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk full", "checkpoint_name": "order"})
+def test_confirming_needs_the_checkpoint_name_typed_exactly(
+    oncall_client, planned_run, django_capture_on_commit_callbacks
+):
+    response = oncall_client.post(
+        _url("maintenance-confirm", planned_run), {"reason": "disk full", "checkpoint_name": "order"}
+    )
 
     assert response.status_code == 400
     assert "exactly to confirm" in response.content.decode()
     assert MaintenanceRun.objects.get(pk=planned_run.pk).status == MaintenanceRun.Status.PLANNED
 
 
-def test_a_confirmed_run_is_queued_for_the_worker(oncall_client, planned_run, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_confirmed_run_is_queued_for_the_worker(
+    oncall_client, planned_run, django_capture_on_commit_callbacks, monkeypatch
+):
     from workers import tasks
 
     queued = []
     monkeypatch.setattr(tasks.run_maintenance, "apply_async", lambda args: queued.extend(args))
     with django_capture_on_commit_callbacks(execute=True):
-        response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk full", "checkpoint_name": "orders"})
+        response = oncall_client.post(
+            _url("maintenance-confirm", planned_run), {"reason": "disk full", "checkpoint_name": "orders"}
+        )
 
     assert response.status_code == 302
     assert MaintenanceRun.objects.get(pk=planned_run.pk).status == MaintenanceRun.Status.QUEUED
@@ -111,7 +126,9 @@ def test_the_audit_trail_lists_entries_and_filters_by_checkpoint(viewer_client, 
     other = make_checkpoint(name="other", url="/nowhere")
     AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor_name="someone", checkpoint=other, detail="elsewhere")
 
-    page = viewer_client.get(reverse("dashboards:audit-log") + f"?checkpoint={planned_run.checkpoint_id}").content.decode()
+    page = viewer_client.get(
+        reverse("dashboards:audit-log") + f"?checkpoint={planned_run.checkpoint_id}"
+    ).content.decode()
 
     assert "elsewhere" not in page
     assert planned_run.audit_entries.get().get_event_display() in page
@@ -140,7 +157,9 @@ def broker_down(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)  # real commits: the message is sent while the view runs
-def test_a_request_made_while_the_broker_is_down_is_kept_and_planned_by_beat_later(oncall_client, checkpoint, broker_down, settings):
+def test_a_request_made_while_the_broker_is_down_is_kept_and_planned_by_beat_later(
+    oncall_client, checkpoint, broker_down, settings
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -148,14 +167,18 @@ def test_a_request_made_while_the_broker_is_down_is_kept_and_planned_by_beat_lat
     from workers import tasks
 
     response = oncall_client.post(
-        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": "3"}, follow=True
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]),
+        {"action": "purge", "keep_batches": "3"},
+        follow=True,
     )
 
     run = MaintenanceRun.objects.get()
     assert response.status_code == 200 and run.status == MaintenanceRun.Status.PLANNING
     assert "the task broker did not answer" in response.content.decode()
     # celery beat's resume task, a lease later, plans what the lost message would have.
-    MaintenanceRun.objects.filter(pk=run.pk).update(requested_at=timezone.now() - timedelta(seconds=settings.MAINTENANCE_LEASE_SECONDS + 1))
+    MaintenanceRun.objects.filter(pk=run.pk).update(
+        requested_at=timezone.now() - timedelta(seconds=settings.MAINTENANCE_LEASE_SECONDS + 1)
+    )
     assert maintenance_runs.unplanned_run_ids() == [run.pk]
     from ckptweb.celery import app
 
@@ -191,9 +214,13 @@ def test_each_action_has_its_own_fieldset_with_only_its_parameters(oncall_client
         assert set(re.findall(r'name="(\w+)"', _fieldset(page, action))) == names, action
 
 
-def test_the_defaults_come_from_the_minimum_the_offset_log_pins_and_the_preview_says_what_would_go(oncall_client, checkpoint):
+def test_the_defaults_come_from_the_minimum_the_offset_log_pins_and_the_preview_says_what_would_go(
+    oncall_client, checkpoint
+):
     sync_checkpoint(checkpoint.pk)  # 12 batches, 0..11
-    Batch.objects.filter(checkpoint=checkpoint, batch_id=11).update(conf={"spark.sql.streaming.minBatchesToRetain": "4"})
+    Batch.objects.filter(checkpoint=checkpoint, batch_id=11).update(
+        conf={"spark.sql.streaming.minBatchesToRetain": "4"}
+    )
 
     page = oncall_client.get(reverse("dashboards:maintenance", args=[checkpoint.pk])).content.decode()
 
@@ -213,14 +240,18 @@ def test_the_preview_panel_follows_the_values_typed(oncall_client, checkpoint):
     invalid = oncall_client.get(url, {"action": "purge", "keep_batches": "0"}).content.decode()
 
     assert "purge offsets and commits of batches 0–1 (2 batches), keep batches 2–11 (10 batches)" in fewer
-    assert "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; keep_batches 11 or fewer" in too_many
+    assert (
+        "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; keep_batches 11 or fewer"
+        in too_many
+    )
     assert "Enter valid values to see what this would do." in invalid
     assert oncall_client.get(url, {"action": "explode"}).status_code == 404
 
 
 def test_a_request_with_an_error_keeps_the_chosen_action_and_what_was_typed(oncall_client, checkpoint):
     response = oncall_client.post(
-        reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "cleanup", "min_versions_to_retain": "0"}
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]),
+        {"action": "cleanup", "min_versions_to_retain": "0"},
     )
 
     page = response.content.decode()
@@ -231,7 +262,9 @@ def test_a_request_with_an_error_keeps_the_chosen_action_and_what_was_typed(onca
     assert "errorlist" not in _fieldset(page, "purge")
 
 
-def test_a_request_reads_only_the_chosen_actions_parameters(oncall_client, checkpoint, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_request_reads_only_the_chosen_actions_parameters(
+    oncall_client, checkpoint, django_capture_on_commit_callbacks, monkeypatch
+):
     from workers import tasks
 
     monkeypatch.setattr(tasks.plan_maintenance, "apply_async", lambda args: None)
@@ -247,22 +280,33 @@ def test_a_request_reads_only_the_chosen_actions_parameters(oncall_client, check
 
 
 def test_a_confirmation_with_a_wrong_name_keeps_the_typed_input_and_is_audited(oncall_client, planned_run):
-    response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "order"})
+    response = oncall_client.post(
+        _url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "order"}
+    )
 
     page = response.content.decode()
     assert response.status_code == 400
     assert "\ndisk almost full</textarea>" in page and 'value="order"' in page
     refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
     assert refusal.actor_name == "olga"
-    assert refusal.detail == "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “disk almost full”."
-    assert refusal.data == {"typed": {"reason": "disk almost full", "checkpoint_name": "order", "override_query_running": ""}}
+    assert (
+        refusal.detail
+        == "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “disk almost full”."
+    )
+    assert refusal.data == {
+        "typed": {"reason": "disk almost full", "checkpoint_name": "order", "override_query_running": ""}
+    }
     assert escape(refusal.detail) in page  # the run page's audit table
 
 
 def test_a_confirmation_refused_by_a_precondition_keeps_the_typed_input_and_is_audited(oncall_client, planned_run):
-    other = MaintenanceRun.objects.create(checkpoint=planned_run.checkpoint, action="purge", status=MaintenanceRun.Status.QUEUED)
+    other = MaintenanceRun.objects.create(
+        checkpoint=planned_run.checkpoint, action="purge", status=MaintenanceRun.Status.QUEUED
+    )
 
-    response = oncall_client.post(_url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "orders"})
+    response = oncall_client.post(
+        _url("maintenance-confirm", planned_run), {"reason": "disk almost full", "checkpoint_name": "orders"}
+    )
 
     page = response.content.decode()
     assert response.status_code == 409

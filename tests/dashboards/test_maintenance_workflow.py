@@ -3,6 +3,7 @@
 The plans are made by the library's real planners on copies of PySpark-written checkpoints; the
 tasks are called as the worker would call them.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,9 @@ def stopped_checkpoint(copy_checkpoint):
 
 
 def _request(checkpoint, user, *, keep_batches=3) -> MaintenanceRun:
-    run = MaintenanceRun.objects.create(checkpoint=checkpoint, action="purge", parameters={"keep_batches": keep_batches}, requested_by=user)
+    run = MaintenanceRun.objects.create(
+        checkpoint=checkpoint, action="purge", parameters={"keep_batches": keep_batches}, requested_by=user
+    )
     return maintenance_runs.make_plan(run.pk)
 
 
@@ -63,7 +66,9 @@ def test_a_plan_lists_each_file_the_purge_deletes_with_its_crc_and_changes_nothi
     deleted = {d.path for d in plan.deletes}
     expected = {f"{log}/{n}" for log in ("offsets", "commits") for n in range(BATCHES - 3)}
     assert {p for p in deleted if not p.split("/")[1].startswith(".")} == expected
-    assert {p for p in deleted if p.split("/")[1].startswith(".")} == {f"{log}/.{n}.crc" for log in ("offsets", "commits") for n in range(BATCHES - 3)}
+    assert {p for p in deleted if p.split("/")[1].startswith(".")} == {
+        f"{log}/.{n}.crc" for log in ("offsets", "commits") for n in range(BATCHES - 3)
+    }
     assert plan.bytes_freed == sum((directory / p).stat().st_size for p in deleted)
     assert all(p.ok for p in plan.preconditions)
     assert _names(directory, "offsets") == list(range(BATCHES))
@@ -79,17 +84,24 @@ def test_confirming_and_running_deletes_exactly_the_plan_and_records_every_step(
 
     assert run.status == MaintenanceRun.Status.SUCCEEDED, run.error
     assert _names(directory, "offsets") == _names(directory, "commits") == list(range(BATCHES - 3, BATCHES))
-    assert sorted(p.name for p in (directory / "offsets").iterdir() if p.name.startswith(".")) == [f".{n}.crc" for n in sorted(range(BATCHES - 3, BATCHES), key=str)]
+    assert sorted(p.name for p in (directory / "offsets").iterdir() if p.name.startswith(".")) == [
+        f".{n}.crc" for n in sorted(range(BATCHES - 3, BATCHES), key=str)
+    ]
     assert run.result["bytes_freed"] == run.maintenance_plan.bytes_freed
     assert run.steps_done == run.steps_total == len(run.maintenance_plan.deletes)
     events = list(run.audit_entries.order_by("pk").values_list("event", "actor_name"))
     assert events == [
-        ("planned", "worker"), ("confirmed", "olga"), ("started", "worker"), ("succeeded", "worker"),
+        ("planned", "worker"),
+        ("confirmed", "olga"),
+        ("started", "worker"),
+        ("succeeded", "worker"),
     ]
     assert run.audit_entries.get(event="confirmed").detail == "disk almost full"
 
 
-def test_a_recently_written_batch_refuses_confirmation_unless_overridden_and_the_override_is_audited(stopped_checkpoint, oncall_user):
+def test_a_recently_written_batch_refuses_confirmation_unless_overridden_and_the_override_is_audited(
+    stopped_checkpoint, oncall_user
+):
     checkpoint, directory = stopped_checkpoint
     os.utime(directory / "offsets" / str(BATCHES - 1))  # a batch written just now: the query runs
     run = _request(checkpoint, oncall_user)
@@ -105,7 +117,9 @@ def test_a_recently_written_batch_refuses_confirmation_unless_overridden_and_the
     assert run.audit_entries.filter(event="overridden", actor_name="olga").exists()
 
 
-def test_a_purge_keeps_the_uncommitted_batch_and_the_latest_commit_whatever_it_is_asked(stopped_checkpoint, oncall_user):
+def test_a_purge_keeps_the_uncommitted_batch_and_the_latest_commit_whatever_it_is_asked(
+    stopped_checkpoint, oncall_user
+):
     checkpoint, directory = stopped_checkpoint
     (directory / "commits" / str(BATCHES - 1)).unlink()  # the query died inside the last batch
 
@@ -118,7 +132,9 @@ def test_a_purge_keeps_the_uncommitted_batch_and_the_latest_commit_whatever_it_i
     assert _names(directory, "commits") == [BATCHES - 2]
 
 
-def test_a_second_person_must_approve_when_approval_is_required(stopped_checkpoint, oncall_user, second_oncall_user, settings):
+def test_a_second_person_must_approve_when_approval_is_required(
+    stopped_checkpoint, oncall_user, second_oncall_user, settings
+):
     settings.MAINTENANCE_REQUIRES_APPROVAL = True
     checkpoint, directory = stopped_checkpoint
     run = _request(checkpoint, oncall_user)
@@ -158,7 +174,9 @@ def test_a_run_whose_worker_died_is_resumed_and_finishes_the_same_plan(stopped_c
     run = _request(checkpoint, oncall_user)
     run.confirm(oncall_user, reason="purge", override_query_running=False, now=timezone.now())
     # The first worker took the run and deleted the three oldest offsets before it died.
-    assert MaintenanceRun.objects.take_lease(run.pk, owner="dead-worker", now=timezone.now() - timedelta(hours=1), seconds=1)
+    assert MaintenanceRun.objects.take_lease(
+        run.pk, owner="dead-worker", now=timezone.now() - timedelta(hours=1), seconds=1
+    )
     MaintenanceRun.objects.filter(pk=run.pk).update(attempts=1, started_at=timezone.now() - timedelta(hours=1))
     for n in range(3):
         (directory / "offsets" / f".{n}.crc").unlink()
@@ -186,7 +204,9 @@ def test_a_live_worker_keeps_its_run(stopped_checkpoint, oncall_user):
     assert _names(directory, "offsets") == list(range(BATCHES))
 
 
-def test_a_worker_that_stalled_past_its_lease_leaves_the_run_to_the_worker_that_took_it_over(stopped_checkpoint, oncall_user, monkeypatch):
+def test_a_worker_that_stalled_past_its_lease_leaves_the_run_to_the_worker_that_took_it_over(
+    stopped_checkpoint, oncall_user, monkeypatch
+):
     checkpoint, directory = stopped_checkpoint
     run = _request(checkpoint, oncall_user)
     run.confirm(oncall_user, reason="purge", override_query_running=False, now=timezone.now())
@@ -230,7 +250,9 @@ def test_live_progress_from_the_listener_counts_as_a_running_query(stopped_check
     query = StreamingQuery.objects.create(query_id="11111111-2222-3333-4444-555555555555")
     checkpoint.query = query
     checkpoint.save(update_fields=["query"])
-    BatchProgress.objects.create(query=query, batch_id=BATCHES, timestamp=timezone.now(), origin="listener", received_at=timezone.now())
+    BatchProgress.objects.create(
+        query=query, batch_id=BATCHES, timestamp=timezone.now(), origin="listener", received_at=timezone.now()
+    )
 
     run = _request(checkpoint, oncall_user)
 
@@ -246,7 +268,13 @@ def test_live_progress_of_a_copy_ahead_of_this_checkpoint_does_not_make_it_runni
     checkpoint.refresh_from_db()
     # The live query this checkpoint was copied from (same query id) reports batches past this copy's.
     for batch_id in (checkpoint.latest_batch_id + 2, checkpoint.latest_batch_id + 20):
-        BatchProgress.objects.create(query=checkpoint.query, batch_id=batch_id, timestamp=timezone.now(), origin="listener", received_at=timezone.now())
+        BatchProgress.objects.create(
+            query=checkpoint.query,
+            batch_id=batch_id,
+            timestamp=timezone.now(),
+            origin="listener",
+            received_at=timezone.now(),
+        )
 
     run = _request(checkpoint, oncall_user)
 
@@ -254,7 +282,9 @@ def test_live_progress_of_a_copy_ahead_of_this_checkpoint_does_not_make_it_runni
     assert [(p.ok, p.detail) for p in stopped] == [(True, "no progress received for this checkpoint's batches")]
 
 
-def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_their_files_look(stopped_checkpoint, oncall_user):
+def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_their_files_look(
+    stopped_checkpoint, oncall_user
+):
     # A writer whose clock is a day behind dates its files a day back: by file dates the query
     # has been idle for a day. Two syncs a moment apart, the second finding new batches, say otherwise.
     checkpoint, directory = stopped_checkpoint
@@ -272,7 +302,9 @@ def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_thei
     assert [p.name for p in plan.failed_preconditions()] == ["query-stopped"]
 
 
-def test_a_first_sync_or_syncs_that_found_nothing_new_say_nothing_about_a_running_query(stopped_checkpoint, oncall_user):
+def test_a_first_sync_or_syncs_that_found_nothing_new_say_nothing_about_a_running_query(
+    stopped_checkpoint, oncall_user
+):
     checkpoint, _ = stopped_checkpoint
     assert sync_checkpoint(checkpoint.pk).new_batches == BATCHES  # everything is new to a first sync
     sync_checkpoint(checkpoint.pk)
@@ -301,7 +333,12 @@ def test_a_failed_login_is_audited_without_the_password(client):
 def _policy(checkpoint, user, **fields):
     from dashboards.models import MaintenancePolicy
 
-    defaults = {"action": "purge", "parameters": {"keep_batches": 3}, "interval_seconds": 600, "reason": "nightly purge"}
+    defaults = {
+        "action": "purge",
+        "parameters": {"keep_batches": 3},
+        "interval_seconds": 600,
+        "reason": "nightly purge",
+    }
     return MaintenancePolicy.objects.create(checkpoint=checkpoint, created_by=user, **{**defaults, **fields})
 
 
@@ -312,7 +349,12 @@ def test_a_policy_is_a_periodic_task_of_celery_beat(stopped_checkpoint, oncall_u
     policy = _policy(checkpoint, oncall_user)
 
     task = PeriodicTask.objects.get(name=f"maintenance policy {policy.pk}")
-    assert (task.task, task.args, task.interval.every, task.enabled) == ("workers.tasks.run_maintenance_policy", f"[{policy.pk}]", 600, True)
+    assert (task.task, task.args, task.interval.every, task.enabled) == (
+        "workers.tasks.run_maintenance_policy",
+        f"[{policy.pk}]",
+        600,
+        True,
+    )
     policy.delete()
     assert not PeriodicTask.objects.filter(name=f"maintenance policy {policy.pk}").exists()
 
@@ -327,7 +369,9 @@ def test_a_policy_runs_its_action_when_every_precondition_holds(stopped_checkpoi
     assert run.status == MaintenanceRun.Status.SUCCEEDED and run.policy == policy and run.confirmed_by is None
     assert _names(directory, "offsets") == list(range(BATCHES - 3, BATCHES))
     assert list(run.audit_entries.order_by("pk").values_list("event", "actor_name"))[:3] == [
-        ("plan-requested", "policy"), ("planned", "worker"), ("confirmed", "policy"),
+        ("plan-requested", "policy"),
+        ("planned", "worker"),
+        ("confirmed", "policy"),
     ]
 
 

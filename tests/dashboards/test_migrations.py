@@ -1,4 +1,5 @@
 """The models and the committed migrations agree."""
+
 import pytest
 from django.core.management import call_command
 

@@ -1,9 +1,9 @@
 """Source offsets in words for the batch table, from offset logs Spark wrote."""
+
 from __future__ import annotations
 
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
-
 from dashboards.offset_text import describe_offset
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
 
 def _offsets(path) -> list[str]:

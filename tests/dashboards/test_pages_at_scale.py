@@ -1,5 +1,6 @@
 """The query page, its charts and the batch table at thousands of batches: a fixed number of
 queries, downsampled charts that keep the peaks, keyset pages, and (on PostgreSQL) index plans."""
+
 from __future__ import annotations
 
 import re
@@ -10,7 +11,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from factories import make_checkpoint
 
 from dashboards.batch_pages import BatchPageRequest, read_batch_page
 from dashboards.chart_series import BatchRange
@@ -22,6 +22,7 @@ from dashboards.models import (
     StateOperatorMetrics,
     StreamingQuery,
 )
+from factories import make_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -43,20 +44,48 @@ def fill_history(batches: int, *, name: str) -> Checkpoint:
     checkpoint = make_checkpoint(name=name, url=f"/nowhere/{name}", query=query)
     last = batches - 1
     Batch.objects.bulk_create(
-        (Batch(checkpoint=checkpoint, batch_id=b, offset_log_version=1, timestamp_ms=_start_ms(b), watermark_ms=_start_ms(b) - 10_000,
-               sources=[f'{{"0":{b}}}'], is_committed=b not in (MIDDLE_UNCOMMITTED, last)) for b in range(batches)),
+        (
+            Batch(
+                checkpoint=checkpoint,
+                batch_id=b,
+                offset_log_version=1,
+                timestamp_ms=_start_ms(b),
+                watermark_ms=_start_ms(b) - 10_000,
+                sources=[f'{{"0":{b}}}'],
+                is_committed=b not in (MIDDLE_UNCOMMITTED, last),
+            )
+            for b in range(batches)
+        ),
         batch_size=1_000,
     )
     Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=last, latest_committed_batch_id=last - 1)
     progress = BatchProgress.objects.bulk_create(
-        (BatchProgress(query=query, batch_id=b, timestamp=datetime.fromtimestamp(_start_ms(b) / 1000, tz=UTC), origin="listener")
-         for b in range(batches)),
+        (
+            BatchProgress(
+                query=query,
+                batch_id=b,
+                timestamp=datetime.fromtimestamp(_start_ms(b) / 1000, tz=UTC),
+                origin="listener",
+            )
+            for b in range(batches)
+        ),
         batch_size=1_000,
     )
     StateOperatorMetrics.objects.bulk_create(
-        (StateOperatorMetrics(progress=p, operator_index=0, operator_name="dedupe", num_rows_total=10**9 if p.batch_id == ROWS_SPIKE_BATCH else p.batch_id,
-                              memory_used_bytes=1_000, custom_metrics={"loadedMapCacheHitCount": 0 if p.batch_id == CACHE_DIP_BATCH else 9, "loadedMapCacheMissCount": 1})
-         for p in progress),
+        (
+            StateOperatorMetrics(
+                progress=p,
+                operator_index=0,
+                operator_name="dedupe",
+                num_rows_total=10**9 if p.batch_id == ROWS_SPIKE_BATCH else p.batch_id,
+                memory_used_bytes=1_000,
+                custom_metrics={
+                    "loadedMapCacheHitCount": 0 if p.batch_id == CACHE_DIP_BATCH else 9,
+                    "loadedMapCacheMissCount": 1,
+                },
+            )
+            for p in progress
+        ),
         batch_size=1_000,
     )
     checkpoint.refresh_from_db()
@@ -88,7 +117,9 @@ def test_a_page_makes_as_many_queries_at_10000_batches_as_at_2500(viewer_client,
         _get(viewer_client, name, long)
 
 
-def test_the_long_timeline_is_downsampled_and_keeps_the_slow_batch_and_the_uncommitted_ones(viewer_client, long_history):
+def test_the_long_timeline_is_downsampled_and_keeps_the_slow_batch_and_the_uncommitted_ones(
+    viewer_client, long_history
+):
     figure = _get(viewer_client, "batch-timeline-chart", long_history).json()
     committed, uncommitted, interval, _ = figure["data"]
     assert "Downsampled" in figure["layout"]["title"]["text"]
@@ -107,7 +138,9 @@ def test_a_downsampled_chart_is_read_once_until_a_new_batch_arrives(viewer_clien
     assert again == first
     assert not any("ds_bucket" in q["sql"] for q in queries.captured_queries)  # the chart's JSON is cached
 
-    Batch.objects.create(checkpoint=long_history, batch_id=5_000, offset_log_version=1, timestamp_ms=_start_ms(5_000), watermark_ms=0)
+    Batch.objects.create(
+        checkpoint=long_history, batch_id=5_000, offset_log_version=1, timestamp_ms=_start_ms(5_000), watermark_ms=0
+    )
     Checkpoint.objects.filter(pk=long_history.pk).update(latest_batch_id=5_000, uncommitted_batch_count=3)
     _, uncommitted, _, _ = _get(viewer_client, "batch-timeline-chart", long_history).json()["data"]
     assert uncommitted["y"] == [MIDDLE_UNCOMMITTED, 4_999, 5_000]
@@ -128,7 +161,10 @@ def test_a_narrow_batch_range_shows_every_batch_of_it(viewer_client, long_histor
 
 def test_the_long_state_charts_keep_the_row_spike_and_the_cache_dip(viewer_client, long_history):
     figures = _get(viewer_client, "runtime-charts", long_history).json()
-    [rows], [memory], [ratio] = ([t for t in figures[part]["data"] if t.get("yaxis") != "y2"] for part in ("state-rows", "state-memory", "state-cache"))
+    [rows], [memory], [ratio] = (
+        [t for t in figures[part]["data"] if t.get("yaxis") != "y2"]
+        for part in ("state-rows", "state-memory", "state-cache")
+    )
     assert "lowest and highest of every" in figures["state-rows"]["layout"]["annotations"][-1]["text"]
     assert len(rows["x"]) <= MAX_POINTS_PER_SERIES < 5_000 and set(memory["y"]) == {1_000}
     assert max(rows["y"]) == 10**9 and rows["customdata"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
@@ -144,9 +180,14 @@ def test_the_page_carries_the_batch_range_to_its_charts(viewer_client, long_hist
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [({}, BatchPageRequest()), ({"before": "40"}, BatchPageRequest(before=40)), ({"after": "7"}, BatchPageRequest(after=7)),
-     ({"at": "12", "before": "3"}, BatchPageRequest(before=13)), ({"before": "-3"}, BatchPageRequest()),
-     ({"at": "twelve"}, BatchPageRequest())],
+    [
+        ({}, BatchPageRequest()),
+        ({"before": "40"}, BatchPageRequest(before=40)),
+        ({"after": "7"}, BatchPageRequest(after=7)),
+        ({"at": "12", "before": "3"}, BatchPageRequest(before=13)),
+        ({"before": "-3"}, BatchPageRequest()),
+        ({"at": "twelve"}, BatchPageRequest()),
+    ],
 )
 def test_page_parameters_are_read_and_a_mistyped_one_is_ignored(query, expected):
     assert BatchPageRequest.from_query(query) == expected
@@ -154,8 +195,12 @@ def test_page_parameters_are_read_and_a_mistyped_one_is_ignored(query, expected)
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [({}, BatchRange()), ({"from": "5"}, BatchRange(5, None)), ({"from": "9", "to": "3"}, BatchRange(3, 9)),
-     ({"from": "x", "to": "8"}, BatchRange(None, 8))],
+    [
+        ({}, BatchRange()),
+        ({"from": "5"}, BatchRange(5, None)),
+        ({"from": "9", "to": "3"}, BatchRange(3, 9)),
+        ({"from": "x", "to": "8"}, BatchRange(None, 8)),
+    ],
 )
 def test_a_batch_range_is_read_with_its_ends_in_order(query, expected):
     assert BatchRange.from_query(query) == expected
@@ -174,7 +219,9 @@ def _walk(batches, request: BatchPageRequest, *, latest: int, size: int, towards
 def test_keyset_pages_walk_every_batch_once_in_both_directions():
     checkpoint = make_checkpoint()
     ids = [b for b in range(150) if b % 4 != 1]  # gaps, as Spark's purge and failed writes leave
-    Batch.objects.bulk_create(Batch(checkpoint=checkpoint, batch_id=b, offset_log_version=1, timestamp_ms=b, watermark_ms=0) for b in ids)
+    Batch.objects.bulk_create(
+        Batch(checkpoint=checkpoint, batch_id=b, offset_log_version=1, timestamp_ms=b, watermark_ms=0) for b in ids
+    )
 
     older = _walk(checkpoint.batches.for_table(), BatchPageRequest(), latest=ids[-1], size=7, towards="older")
     assert [b for page in older for b in page] == ids[::-1]
@@ -204,7 +251,7 @@ def test_jumping_to_a_batch_id_shows_the_page_that_starts_there(viewer_client, l
 
 def test_the_newest_page_is_the_one_that_follows_the_syncs(viewer_client, long_history):
     html = _get(viewer_client, "checkpoint-detail", long_history).content.decode()
-    panel = html[html.index('id="batch-table-panel"') - 5:]
+    panel = html[html.index('id="batch-table-panel"') - 5 :]
     assert "data-page" not in panel[:60]
     assert re.findall(r'/batches/(\d+)/">', panel)[0] == "4999"
     assert "newer</a>" not in panel and "?before=4950" in panel
@@ -213,8 +260,13 @@ def test_the_newest_page_is_the_one_that_follows_the_syncs(viewer_client, long_h
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
 @pytest.mark.parametrize(
     ("name", "query"),
-    [("batch-table-panel", ""), ("batch-table-panel", "?before=100000"), ("batch-timeline-chart", ""),
-     ("batch-timeline-chart", "?from=150000&to=151000"), ("checkpoint-detail", "")],
+    [
+        ("batch-table-panel", ""),
+        ("batch-table-panel", "?before=100000"),
+        ("batch-timeline-chart", ""),
+        ("batch-timeline-chart", "?from=150000&to=151000"),
+        ("checkpoint-detail", ""),
+    ],
 )
 def test_the_table_and_chart_queries_use_an_index_at_200k_batches(viewer_client, name, query):
     checkpoint, neighbour = make_checkpoint(), make_checkpoint(name="neighbour", url="/nowhere/neighbour")

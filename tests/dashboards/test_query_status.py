@@ -1,14 +1,15 @@
 """The health model on hand-made facts: each state, its reason, and which state wins."""
+
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from dashboards.query_status import State, StatusFacts, Thresholds, assess, learn_trigger_interval
 
-NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 THRESHOLDS = Thresholds(stopped_after_seconds=300, stalled_after_seconds=120, behind_ratio=1.2)
 # A query with a 10 s trigger whose batch 178 was planned 4 s ago and committed, synced 2 s ago.
 LIVE = StatusFacts(
@@ -41,7 +42,12 @@ def test_a_query_with_fresh_batches_is_running():
 
 
 def test_progress_with_no_input_rows_after_the_newest_batch_is_idle():
-    idle = replace(LIVE, latest_batch_at=NOW - timedelta(minutes=20), last_heard_at=NOW - timedelta(seconds=3), last_heard_input_rows=0)
+    idle = replace(
+        LIVE,
+        latest_batch_at=NOW - timedelta(minutes=20),
+        last_heard_at=NOW - timedelta(seconds=3),
+        last_heard_input_rows=0,
+    )
 
     status = status_of(idle)
 
@@ -51,7 +57,9 @@ def test_progress_with_no_input_rows_after_the_newest_batch_is_idle():
 
 
 def test_no_batch_and_no_progress_for_the_quiet_period_is_stopped_since_the_last_sign_of_life():
-    stopped = replace(LIVE, latest_batch_at=NOW - timedelta(minutes=9), last_heard_at=NOW - timedelta(minutes=8, seconds=50))
+    stopped = replace(
+        LIVE, latest_batch_at=NOW - timedelta(minutes=9), last_heard_at=NOW - timedelta(minutes=8, seconds=50)
+    )
 
     status = status_of(stopped)
 
@@ -80,7 +88,10 @@ def test_the_quiet_period_grows_with_the_gaps_between_batches():
 
 def test_a_planned_batch_not_committed_for_ten_usual_durations_is_stalled():
     stuck = replace(
-        LIVE, latest_batch_id=179, latest_batch_at=NOW - timedelta(minutes=14), recent_batch_duration_seconds=2.1,
+        LIVE,
+        latest_batch_id=179,
+        latest_batch_at=NOW - timedelta(minutes=14),
+        recent_batch_duration_seconds=2.1,
         last_heard_at=NOW - timedelta(minutes=14, seconds=5),
     )
 
@@ -119,7 +130,13 @@ def test_batches_longer_than_the_trigger_interval_are_falling_behind():
 
 
 def test_without_a_known_trigger_long_batches_are_not_falling_behind():
-    back_to_back = replace(LIVE, trigger_interval_seconds=None, recent_batch_duration_seconds=14.0, recent_input_rate=100.0, recent_process_rate=100.0)
+    back_to_back = replace(
+        LIVE,
+        trigger_interval_seconds=None,
+        recent_batch_duration_seconds=14.0,
+        recent_input_rate=100.0,
+        recent_process_rate=100.0,
+    )
 
     assert status_of(back_to_back).state is State.RUNNING
 
@@ -173,7 +190,11 @@ def test_a_checkpoint_without_batches_has_not_started():
 
 def test_a_disabled_checkpoint_is_judged_only_on_what_does_not_age():
     disabled = replace(
-        LIVE, is_enabled=False, last_synced_at=NOW - timedelta(days=2), latest_batch_at=NOW - timedelta(days=2), last_heard_at=None,
+        LIVE,
+        is_enabled=False,
+        last_synced_at=NOW - timedelta(days=2),
+        latest_batch_at=NOW - timedelta(days=2),
+        last_heard_at=None,
         error_findings=1,
     )
 

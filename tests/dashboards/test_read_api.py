@@ -1,4 +1,5 @@
 """The read API (/api/v1/): authentication, keyset paging, the freshness envelope and catch-up syncs."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from factories import make_checkpoint
 from rest_framework.authtoken.models import Token
-from fixture_paths import KILLED_MID_BATCH
-from url_catalogue import all_url_names, reverse_with_ids
 
 from dashboards.models import (
     Batch,
@@ -23,6 +21,9 @@ from dashboards.models import (
     MaintenanceRun,
     SyncRun,
 )
+from factories import make_checkpoint
+from fixture_paths import KILLED_MID_BATCH
+from url_catalogue import all_url_names, reverse_with_ids
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
 
@@ -59,8 +60,12 @@ def make_batches(checkpoint: Checkpoint, batch_ids: list[int], *, committed_belo
     """Batch rows as a sync stores them, with the checkpoint's figures a sync would set."""
     Batch.objects.bulk_create(
         Batch(
-            checkpoint=checkpoint, batch_id=batch_id, offset_log_version=1, timestamp_ms=1_000 * batch_id,
-            watermark_ms=0, is_committed=batch_id < committed_below,
+            checkpoint=checkpoint,
+            batch_id=batch_id,
+            offset_log_version=1,
+            timestamp_ms=1_000 * batch_id,
+            watermark_ms=0,
+            is_committed=batch_id < committed_below,
         )
         for batch_id in batch_ids
     )
@@ -78,7 +83,9 @@ def with_batches() -> Checkpoint:
 
 def write_next_offsets_entry(checkpoint: Checkpoint) -> None:
     """Write offsets/7 as Spark would start batch 7: a copy of batch 6's entry (they carry no batch id)."""
-    (Path(checkpoint.url) / "offsets" / "7").write_bytes((KILLED_MID_BATCH / "checkpoint" / "offsets" / "6").read_bytes())
+    (Path(checkpoint.url) / "offsets" / "7").write_bytes(
+        (KILLED_MID_BATCH / "checkpoint" / "offsets" / "6").read_bytes()
+    )
 
 
 def batch_ids_of(answer: dict) -> list[int]:
@@ -145,7 +152,9 @@ def test_the_checkpoint_list_makes_as_many_queries_for_120_checkpoints_as_for_on
 
 # An empty value was taken as no parameter (DRF's form convention), and a NUL in the URL reached
 # PostgreSQL: both found by the schema test.
-@pytest.mark.parametrize("query", [{"limit": 1001}, {"limit": 0}, {"after": "x"}, {"after": ""}, {"url": ""}, {"url": "/a\x00b"}])
+@pytest.mark.parametrize(
+    "query", [{"limit": 1001}, {"limit": 0}, {"after": "x"}, {"after": ""}, {"url": ""}, {"url": "/a\x00b"}]
+)
 def test_bad_paging_parameters_of_the_checkpoint_list_are_refused_with_400(client, token_headers, query):
     assert client.get(reverse("api-checkpoint-list"), query, **token_headers).status_code == 400
 
@@ -173,14 +182,25 @@ def test_pages_are_read_by_key_never_by_offset(client, with_batches, token_heade
 
 
 def test_a_range_returns_the_batches_from_to_inclusive(client, with_batches, token_headers):
-    answer = client.get(reverse("api-batch-list", args=[with_batches.pk]), {"from": 10, "to": 20}, **token_headers).json()
+    answer = client.get(
+        reverse("api-batch-list", args=[with_batches.pk]), {"from": 10, "to": 20}, **token_headers
+    ).json()
     assert (batch_ids_of(answer), answer["next"]) == ([10, 12, 14, 16, 18, 20], None)
 
 
-@pytest.mark.parametrize("query", [
-    {"limit": 1001}, {"limit": 0}, {"after": "x"}, {"from": "ten"}, {"known_latest_batch": -1},
-    {"from": ""}, {"to": ""}, {"known_latest_batch": ""},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"limit": 1001},
+        {"limit": 0},
+        {"after": "x"},
+        {"from": "ten"},
+        {"known_latest_batch": -1},
+        {"from": ""},
+        {"to": ""},
+        {"known_latest_batch": ""},
+    ],
+)
 def test_bad_paging_parameters_are_refused_with_400(client, with_batches, token_headers, query):
     answer = client.get(reverse("api-batch-list", args=[with_batches.pk]), query, **token_headers)
     assert answer.status_code == 400
@@ -190,14 +210,20 @@ def test_bad_paging_parameters_are_refused_with_400(client, with_batches, token_
 def test_a_url_under_api_that_matches_no_route_is_a_json_404(client, token_headers):
     # Found by the schema test: a checkpoint id that is not a number got the HTML 404 page.
     answer = client.get("/api/v1/checkpoints/null/batches/", **token_headers)
-    assert (answer.status_code, answer["Content-Type"], answer.json()) == (404, "application/json", {"detail": "Not found."})
+    assert (answer.status_code, answer["Content-Type"], answer.json()) == (
+        404,
+        "application/json",
+        {"detail": "Not found."},
+    )
 
 
 def test_an_unknown_checkpoint_is_404(client, token_headers):
     assert client.get(reverse("api-batch-list", args=[987654]), **token_headers).status_code == 404
 
 
-def test_the_signature_changes_when_a_sync_stores_a_new_batch_and_not_when_it_finds_nothing(client, killed_synced, token_headers):
+def test_the_signature_changes_when_a_sync_stores_a_new_batch_and_not_when_it_finds_nothing(
+    client, killed_synced, token_headers
+):
     url = reverse("api-checkpoint-detail", args=[killed_synced.pk])
     before = client.get(url, **token_headers).json()["signature"]
     sync_checkpoint(killed_synced.pk, now=timezone.now() + timezone.timedelta(seconds=1))
@@ -217,7 +243,9 @@ def test_a_client_knowing_a_newer_batch_gets_current_false_and_one_catch_up_stor
     runs_before = SyncRun.objects.filter(checkpoint=killed_synced).count()
 
     with django_capture_on_commit_callbacks(execute=True):
-        answer = client.get(reverse("api-batch-list", args=[killed_synced.pk]), {"known_latest_batch": 7}, **token_headers).json()
+        answer = client.get(
+            reverse("api-batch-list", args=[killed_synced.pk]), {"known_latest_batch": 7}, **token_headers
+        ).json()
 
     assert (answer["current"], answer["latest_batch_id"]) == (False, 6)
     assert SyncRun.objects.filter(checkpoint=killed_synced).count() == runs_before + 1
@@ -237,27 +265,37 @@ def test_repeated_reports_of_a_newer_batch_queue_only_one_catch_up(
     assert SyncRun.objects.filter(checkpoint=killed_synced).count() == runs_before + 1
 
 
-def test_no_catch_up_is_queued_while_a_sync_holds_the_lease(client, killed_synced, token_headers, eager_celery, django_capture_on_commit_callbacks):
+def test_no_catch_up_is_queued_while_a_sync_holds_the_lease(
+    client, killed_synced, token_headers, eager_celery, django_capture_on_commit_callbacks
+):
     Checkpoint.objects.take_sync_lease(killed_synced.pk, owner="another worker", now=timezone.now(), seconds=60)
     runs_before = SyncRun.objects.filter(checkpoint=killed_synced).count()
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        answer = client.get(reverse("api-checkpoint-detail", args=[killed_synced.pk]), {"known_latest_batch": 99}, **token_headers).json()
+        answer = client.get(
+            reverse("api-checkpoint-detail", args=[killed_synced.pk]), {"known_latest_batch": 99}, **token_headers
+        ).json()
 
     assert (answer["current"], len(callbacks)) == (False, 0)
     assert SyncRun.objects.filter(checkpoint=killed_synced).count() == runs_before
 
 
-def test_a_known_batch_the_server_has_is_current_and_queues_nothing(client, killed_synced, token_headers, django_capture_on_commit_callbacks):
+def test_a_known_batch_the_server_has_is_current_and_queues_nothing(
+    client, killed_synced, token_headers, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        answer = client.get(reverse("api-checkpoint-detail", args=[killed_synced.pk]), {"known_latest_batch": 6}, **token_headers).json()
+        answer = client.get(
+            reverse("api-checkpoint-detail", args=[killed_synced.pk]), {"known_latest_batch": 6}, **token_headers
+        ).json()
     assert (answer["current"], len(callbacks)) == (True, 0)
 
 
 def test_progress_pages_by_batch_id_give_what_spark_reported(client, killed_synced, token_headers):
     report = json.loads((KILLED_MID_BATCH / "spark-report.json").read_text())
     for event in report["progress"]:
-        BatchProgress.objects.store(progress_from_dict(event, source="spark-report.json"), origin=BatchProgress.Origin.LISTENER)
+        BatchProgress.objects.store(
+            progress_from_dict(event, source="spark-report.json"), origin=BatchProgress.Origin.LISTENER
+        )
     url, rows = reverse("api-progress-list", args=[killed_synced.pk]) + "?limit=2", []
     while url:
         answer = client.get(url, **token_headers).json()
@@ -280,21 +318,37 @@ def test_open_findings_leave_out_resolved_ones(client, with_batches, token_heade
 
 def test_maintenance_runs_show_the_plan_summary_without_its_file_lists(client, with_batches, token_headers):
     plan = {
-        "summary": "delete 2 files", "writes": [], "bytes_freed": 30, "bytes_written": 0,
-        "deletes": [{"path": "offsets/0", "size": 10, "reason": "old"}, {"path": "offsets/1", "size": 20, "reason": "old"}],
+        "summary": "delete 2 files",
+        "writes": [],
+        "bytes_freed": 30,
+        "bytes_written": 0,
+        "deletes": [
+            {"path": "offsets/0", "size": 10, "reason": "old"},
+            {"path": "offsets/1", "size": 20, "reason": "old"},
+        ],
     }
-    MaintenanceRun.objects.create(checkpoint=with_batches, action="purge", status=MaintenanceRun.Status.PLANNED, plan=plan)
+    MaintenanceRun.objects.create(
+        checkpoint=with_batches, action="purge", status=MaintenanceRun.Status.PLANNED, plan=plan
+    )
 
     row = client.get(reverse("api-maintenance-run-list", args=[with_batches.pk]), **token_headers).json()["results"][0]
 
-    assert row["plan_summary"] == {"summary": "delete 2 files", "writes": 0, "deletes": 2, "bytes_freed": 30, "bytes_written": 0}
+    assert row["plan_summary"] == {
+        "summary": "delete 2 files",
+        "writes": 0,
+        "deletes": 2,
+        "bytes_freed": 30,
+        "bytes_written": 0,
+    }
     assert "offsets/0" not in str(row)
 
 
 def test_the_schema_documents_every_read_endpoint(viewer_client):
     schema = viewer_client.get(reverse("api-schema"), {"format": "json"}).json()
     assert SCHEMA_PATHS <= set(schema["paths"])
-    parameters = {p["name"] for p in schema["paths"]["/api/v1/checkpoints/{checkpoint_id}/batches/"]["get"]["parameters"]}
+    parameters = {
+        p["name"] for p in schema["paths"]["/api/v1/checkpoints/{checkpoint_id}/batches/"]["get"]["parameters"]
+    }
     assert {"after", "limit", "from", "to", "known_latest_batch"} <= parameters
     listing = schema["paths"]["/api/v1/checkpoints/"]["get"]
     assert {p["name"] for p in listing["parameters"]} == {"after", "limit", "url"}

@@ -3,6 +3,7 @@
 Unlike the other tests of this folder these need Django and a database: the server side is the
 real read API answering from what a real sync stored.
 """
+
 from __future__ import annotations
 
 import http.server
@@ -13,10 +14,10 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from fixture_paths import KILLED_MID_BATCH
 from rest_framework.authtoken.models import Token
 
 from dashboards.models import Checkpoint, SyncRun
+from fixture_paths import KILLED_MID_BATCH
 from workers.checkpoint import (
     BatchView,
     CheckpointStorage,
@@ -29,13 +30,14 @@ from workers.checkpoint.client import read_storage_view
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-
 def spark_batches(fixture) -> tuple[BatchView, ...]:
     """The batches Spark itself read back from the fixture's offset and commit logs."""
     report = json.loads((fixture / "spark-report.json").read_text())
     committed = {entry["batch_id"] for entry in report["commit_log"]}
     return tuple(
-        BatchView(entry["batch_id"], entry["batch_timestamp_ms"], entry["batch_watermark_ms"], entry["batch_id"] in committed)
+        BatchView(
+            entry["batch_id"], entry["batch_timestamp_ms"], entry["batch_watermark_ms"], entry["batch_id"] in committed
+        )
         for entry in report["offset_log"]
     )
 
@@ -106,7 +108,11 @@ def test_an_unreachable_server_gives_the_storage_view_and_says_why(closed_port_u
 
 @pytest.mark.parametrize(
     ("status", "body", "reason"),
-    [(500, b"{}", "the server failed: 500"), (200, b"<html>proxy login</html>", "the answer is not JSON"), (200, b"[]", "not a JSON object")],
+    [
+        (500, b"{}", "the server failed: 500"),
+        (200, b"<html>proxy login</html>", "the answer is not JSON"),
+        (200, b"[]", "not a JSON object"),
+    ],
     ids=["5xx", "html", "json-array"],
 )
 def test_a_failing_server_gives_the_storage_view(failing_server, copy_checkpoint, status, body, reason):
@@ -147,10 +153,16 @@ def test_a_wrong_token_is_an_error_not_a_fallback(live_server, killed_synced):
         CheckpointViewClient(live_server.url, "not-a-token").read_view(killed_synced.url)
 
 
-def test_inspect_checkpoint_via_a_server_says_where_the_view_came_from(live_server, killed_synced, token, closed_port_url):
+def test_inspect_checkpoint_via_a_server_says_where_the_view_came_from(
+    live_server, killed_synced, token, closed_port_url
+):
     through_server, without_server = StringIO(), StringIO()
-    call_command("inspect_checkpoint", killed_synced.url, "--via", live_server.url, "--token", token, stdout=through_server)
-    call_command("inspect_checkpoint", killed_synced.url, "--via", closed_port_url, "--token", token, stdout=without_server)
+    call_command(
+        "inspect_checkpoint", killed_synced.url, "--via", live_server.url, "--token", token, stdout=through_server
+    )
+    call_command(
+        "inspect_checkpoint", killed_synced.url, "--via", closed_port_url, "--token", token, stdout=without_server
+    )
 
     assert through_server.getvalue().splitlines()[0].startswith("source:      server (killed, signature ")
     assert without_server.getvalue().splitlines()[0].startswith("source:      storage: the server is unavailable")

@@ -2,6 +2,7 @@
 
 On the real database, with real Spark-written checkpoints copied under the allowed root.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.django_db
 
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
 SINK_FIXTURE = OUR_FIXTURES / "windowed_agg_file_sink"
-NOT_STARTED_WARNING = "the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them"
+NOT_STARTED_WARNING = (
+    "the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them"
+)
 
 
 def _bad_checkpoint_paths(root: Path) -> dict[str, tuple[Path, str]]:
@@ -33,7 +36,10 @@ def _bad_checkpoint_paths(root: Path) -> dict[str, tuple[Path, str]]:
     return {
         "missing": (root / "typo", "no such file or folder"),
         "file": (root / "offsets-file", "this is a file, not a checkpoint folder"),
-        "no checkpoint": (root / "notes", "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint"),
+        "no checkpoint": (
+            root / "notes",
+            "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint",
+        ),
         "empty folder": (root / "empty", "the folder is empty, not a Spark checkpoint"),
     }
 
@@ -78,7 +84,9 @@ def test_the_form_refuses_a_path_holding_no_checkpoint_with_the_reason(operator_
         ("notes", "no _spark_metadata folder here: not a file sink&#x27;s output"),
     ],
 )
-def test_the_form_refuses_a_sink_path_holding_no_file_sink_log(operator_client, checkpoint_roots, copy_checkpoint, sink, reason):
+def test_the_form_refuses_a_sink_path_holding_no_file_sink_log(
+    operator_client, checkpoint_roots, copy_checkpoint, sink, reason
+):
     _bad_checkpoint_paths(checkpoint_roots)
     checkpoint = copy_checkpoint(SINK_FIXTURE / "checkpoint", "ckpt")
     data = _form_data("q", checkpoint, sink_log_url=str(checkpoint_roots / sink))
@@ -88,7 +96,9 @@ def test_the_form_refuses_a_sink_path_holding_no_file_sink_log(operator_client, 
 
 
 @pytest.mark.parametrize("given", ["output", "output/_spark_metadata"], ids=["output folder", "log folder"])
-def test_the_sink_may_be_given_as_its_output_folder_or_its_log_folder(operator_client, copy_checkpoint, checkpoint_roots, given):
+def test_the_sink_may_be_given_as_its_output_folder_or_its_log_folder(
+    operator_client, copy_checkpoint, checkpoint_roots, given
+):
     copy_checkpoint(SINK_FIXTURE, "q")
     data = _form_data("q", checkpoint_roots / "q" / "checkpoint", sink_log_url=str(checkpoint_roots / "q" / given))
     response = operator_client.post(reverse("dashboards:checkpoint-create"), data)
@@ -96,10 +106,15 @@ def test_the_sink_may_be_given_as_its_output_folder_or_its_log_folder(operator_c
     assert Checkpoint.objects.get().sink_log_url == (checkpoint_roots / "q" / given).as_uri()
 
 
-def test_a_query_that_ran_no_batch_is_registered_with_a_warning_shown_and_audited(operator_client, checkpoint_roots, eager_celery):
+def test_a_query_that_ran_no_batch_is_registered_with_a_warning_shown_and_audited(
+    operator_client, checkpoint_roots, eager_celery
+):
     path = _not_started(checkpoint_roots / "fresh")
     response = operator_client.post(reverse("dashboards:checkpoint-create"), _form_data("fresh", path), follow=True)
-    assert f'<p class="message warning">{path.as_uri()}: {NOT_STARTED_WARNING}</p>' in response.content.decode().replace("&lt;", "<").replace("&gt;", ">")
+    assert (
+        f'<p class="message warning">{path.as_uri()}: {NOT_STARTED_WARNING}</p>'
+        in response.content.decode().replace("&lt;", "<").replace("&gt;", ">")
+    )
     entry = AuditEntry.objects.get()
     assert (entry.event, entry.actor_name, entry.checkpoint_name) == ("registered", "olivia", "fresh")
     assert entry.detail == f"{path.as_uri()}; {path.as_uri()}: {NOT_STARTED_WARNING}"
@@ -111,8 +126,12 @@ def test_registering_is_audited_with_who_and_what(operator_client, copy_checkpoi
     entry = AuditEntry.objects.get()
     assert (entry.event, entry.actor.username, entry.checkpoint.name) == ("registered", "olivia", "inc")
     assert entry.data == {
-        "name": "inc", "url": path.as_uri(), "sink_log_url": "", "file_log_compact_interval": 10,
-        "is_enabled": True, "sync_interval_seconds": 30,
+        "name": "inc",
+        "url": path.as_uri(),
+        "sink_log_url": "",
+        "file_log_compact_interval": 10,
+        "is_enabled": True,
+        "sync_interval_seconds": 30,
     }
 
 
@@ -128,13 +147,17 @@ def test_editing_without_changing_the_url_does_not_look_at_storage_again(operato
     # The checkpoint is gone from storage; renaming it must still work (its URL was checked once).
     for path in sorted(Path(synced.url.removeprefix("file://")).rglob("*"), reverse=True):
         path.rmdir() if path.is_dir() else path.unlink()
-    response = operator_client.post(reverse("dashboards:checkpoint-edit", args=[synced.pk]), _form_data("renamed", synced.url))
+    response = operator_client.post(
+        reverse("dashboards:checkpoint-edit", args=[synced.pk]), _form_data("renamed", synced.url)
+    )
     assert response.status_code == 302
     assert Checkpoint.objects.get().name == "renamed"
 
 
 def test_editing_to_a_url_holding_no_checkpoint_is_refused(operator_client, synced, checkpoint_roots):
-    response = operator_client.post(reverse("dashboards:checkpoint-edit", args=[synced.pk]), _form_data("x", checkpoint_roots / "typo"))
+    response = operator_client.post(
+        reverse("dashboards:checkpoint-edit", args=[synced.pk]), _form_data("x", checkpoint_roots / "typo")
+    )
     assert f"{(checkpoint_roots / 'typo').as_uri()}: no such file or folder" in response.content.decode()
     assert Checkpoint.objects.get().url == synced.url
 
@@ -143,7 +166,10 @@ def test_registering_the_url_of_an_archived_checkpoint_points_to_restoring_it(op
     url = Path(synced.url).as_uri()  # as the form stores it
     Checkpoint.objects.filter(pk=synced.pk).update(url=url, archived_at="2026-01-01T00:00:00Z")
     response = operator_client.post(reverse("dashboards:checkpoint-create"), _form_data("again", synced.url))
-    assert f"{url} is registered already as inconsistent, archived: restore it from the archived checkpoints page." in response.content.decode()
+    assert (
+        f"{url} is registered already as inconsistent, archived: restore it from the archived checkpoints page."
+        in response.content.decode()
+    )
     assert Checkpoint.objects.count() == 1
 
 
@@ -159,7 +185,9 @@ def test_register_checkpoint_refuses_a_path_holding_no_checkpoint_naming_it(chec
     assert not Checkpoint.objects.exists()
 
 
-def test_register_checkpoint_takes_the_sink_log_folder_itself_and_audits_the_shell_user(copy_checkpoint, checkpoint_roots, capsys):
+def test_register_checkpoint_takes_the_sink_log_folder_itself_and_audits_the_shell_user(
+    copy_checkpoint, checkpoint_roots, capsys
+):
     copy_checkpoint(SINK_FIXTURE, "q")
     log = checkpoint_roots / "q" / "output" / "_spark_metadata"
     call_command("register_checkpoint", "q", str(checkpoint_roots / "q" / "checkpoint"), sink_log=str(log))
@@ -221,7 +249,9 @@ def test_archiving_stops_syncs_hides_it_from_the_list_and_keeps_every_row(operat
     synced.refresh_from_db()
     assert not synced.is_archived
     assert PeriodicTask.objects.get(name=f"sync checkpoint {synced.pk}").enabled is True
-    assert list(Batch.objects.filter(checkpoint=synced).values_list("batch_id", "is_committed", "timestamp_ms")) == batches
+    assert (
+        list(Batch.objects.filter(checkpoint=synced).values_list("batch_id", "is_committed", "timestamp_ms")) == batches
+    )
     assert BatchProgress.objects.filter(query=synced.query, batch_id=4).count() == 1
     assert list(AuditEntry.objects.order_by("pk").values_list("event", flat=True)) == ["archived", "restored"]
 
@@ -285,15 +315,24 @@ def test_removing_deletes_the_history_and_the_audit_entry_keeps_the_name(remover
     assert not Checkpoint.objects.exists() and not Batch.objects.exists()
     assert not PeriodicTask.objects.filter(name=f"sync checkpoint {synced.pk}").exists()
     entry = AuditEntry.objects.get()
-    assert (entry.event, entry.checkpoint, entry.checkpoint_name, entry.detail) == ("removed", None, "inconsistent", "registered twice")
+    assert (entry.event, entry.checkpoint, entry.checkpoint_name, entry.detail) == (
+        "removed",
+        None,
+        "inconsistent",
+        "registered twice",
+    )
     assert entry.data == {"url": synced.url, "batches": 4, "was_archived": False}
 
 
 # --- the admin ------------------------------------------------------------------------------------
 
 
-def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_registers_and_deletes(admin_client, checkpoint_roots, copy_checkpoint):
-    refused = admin_client.post(reverse("admin:dashboards_checkpoint_add"), _form_data("typo", checkpoint_roots / "typo"))
+def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_registers_and_deletes(
+    admin_client, checkpoint_roots, copy_checkpoint
+):
+    refused = admin_client.post(
+        reverse("admin:dashboards_checkpoint_add"), _form_data("typo", checkpoint_roots / "typo")
+    )
     assert f"{(checkpoint_roots / 'typo').as_uri()}: no such file or folder" in refused.content.decode()
     assert not Checkpoint.objects.exists()
 

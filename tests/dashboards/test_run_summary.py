@@ -1,4 +1,5 @@
 """The Runs section and a batch against its run, from the progress Spark reported for a real query."""
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def test_nearest_rank_takes_the_value_at_or_above_the_fraction():
 def test_the_runs_section_shows_each_run_with_its_batches_and_spreads(viewer_client, restarted):
     checkpoint, report = restarted
     page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
-    table = page[page.index('id="runs-table"'):page.index("</table>", page.index('id="runs-table"'))]
+    table = page[page.index('id="runs-table"') : page.index("</table>", page.index('id="runs-table"'))]
     rows = re.findall(r'<tr data-run="([^"]+)">(.*?)</tr>', table, re.S)
 
     runs = {fields["runId"] for fields in report}
@@ -83,7 +84,13 @@ def test_the_batch_page_compares_the_batch_with_its_run(viewer_client, restarted
     median = statistics.median_low(fields["batchDuration"] for fields in run)
 
     page = viewer_client.get(reverse("dashboards:batch-detail", args=[checkpoint.pk, 12])).content.decode()
-    line = " ".join(re.sub(r"<[^>]+>", " ", page[page.index('id="batch-against-run"'):page.index("</p>", page.index('id="batch-against-run"'))]).split())
+    line = " ".join(
+        re.sub(
+            r"<[^>]+>",
+            " ",
+            page[page.index('id="batch-against-run"') : page.index("</p>", page.index('id="batch-against-run"'))],
+        ).split()
+    )
 
     assert f"({len(run)} batches of run" in line
     assert f"{batch['batchDuration'] / median:.1f}× the run's median batch duration of {median} ms." in line
@@ -124,7 +131,7 @@ def test_a_batch_range_chosen_for_the_charts_gets_its_own_row_across_runs(viewer
 
     page = viewer_client.get(checkpoint.get_absolute_url() + "?from=5&to=10").content.decode()
     start = page.index('id="runs-chosen-range"')
-    text = " ".join(re.sub(r"<[^>]+>", " ", page[start:page.index("</tr>", start)]).split())
+    text = " ".join(re.sub(r"<[^>]+>", " ", page[start : page.index("</tr>", start)]).split())
 
     assert "(5 to 10), every run" in text and "5 – 10 (6)" in text, text
     # 6 batches: the median by nearest rank is the 3rd, the 95th percentile the 6th.

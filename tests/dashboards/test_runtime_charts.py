@@ -1,4 +1,5 @@
 """The query page's Runtime section: Spark UI's charts from the stored progress, with marks where something happened."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from factories import make_checkpoint
-from fixture_paths import OUR_FIXTURES
-from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of
 
 from dashboards.models import (
     Batch,
@@ -28,6 +26,9 @@ from dashboards.models import (
 from dashboards.runtime_charts import RUNTIME_CHARTS
 from dashboards.runtime_marks import describe_conf_change
 from dashboards.runtime_series import RUNTIME_MAX_POINTS
+from factories import make_checkpoint
+from fixture_paths import OUR_FIXTURES
+from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
 
@@ -70,7 +71,9 @@ def dedup(copy_checkpoint) -> Checkpoint:
     return checkpoint
 
 
-@pytest.mark.parametrize("name", ["file_source_dedup", "stream_stream_join", "rocksdb_changelog_agg", "windowed_agg_file_sink"])
+@pytest.mark.parametrize(
+    "name", ["file_source_dedup", "stream_stream_join", "rocksdb_changelog_agg", "windowed_agg_file_sink"]
+)
 def test_every_runtime_chart_draws_what_spark_reported_for_each_batch(viewer_client, copy_checkpoint, name):
     checkpoint = _registered(copy_checkpoint, name)
     progress = _report(name)
@@ -83,7 +86,9 @@ def test_every_runtime_chart_draws_what_spark_reported_for_each_batch(viewer_cli
 
 
 def test_every_runtime_figure_is_valid_for_plotly(viewer_client, dedup):
-    Finding.objects.create(checkpoint=dedup, code="empty-file", severity=Finding.Severity.ERROR, path="commits/13", message="empty")
+    Finding.objects.create(
+        checkpoint=dedup, code="empty-file", severity=Finding.Severity.ERROR, path="commits/13", message="empty"
+    )
 
     for figure in _figures(viewer_client, dedup).values():
         go.Figure(figure)  # plotly.py's schema check: raises ValueError naming a wrong property
@@ -107,16 +112,25 @@ def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
     units = {part: figure["layout"]["yaxis"]["title"]["text"] for part, figure in figures.items()}
     assert units == {
         # Spark ran the fixture in 2026 on rows of 2024: a gap of about 1,000 days.
-        "rates": "rows/s", "input-rows": "rows", "batch-duration": "ms", "phases": "ms", "watermark-gap": "d",
-        "state-rows": "rows", "state-changes": "rows", "state-memory": "bytes", "state-cache": "hit ratio",
+        "rates": "rows/s",
+        "input-rows": "rows",
+        "batch-duration": "ms",
+        "phases": "ms",
+        "watermark-gap": "d",
+        "state-rows": "rows",
+        "state-changes": "rows",
+        "state-memory": "bytes",
+        "state-cache": "hit ratio",
     }
-    assert {(figure["layout"]["xaxis"]["type"], figure["layout"]["xaxis"]["title"]["text"]) for figure in figures.values()} == {
-        ("date", "batch start (UTC)")
-    }
+    assert {
+        (figure["layout"]["xaxis"]["type"], figure["layout"]["xaxis"]["title"]["text"]) for figure in figures.values()
+    } == {("date", "batch start (UTC)")}
 
 
 def test_batches_of_ten_seconds_or_more_are_drawn_in_seconds(viewer_client, dedup):
-    BatchProgress.objects.filter(query=dedup.query, batch_id=7).update(batch_duration_ms=12_500, duration_ms={"addBatch": 12_000, "walCommit": 500})
+    BatchProgress.objects.filter(query=dedup.query, batch_id=7).update(
+        batch_duration_ms=12_500, duration_ms={"addBatch": 12_000, "walCommit": 500}
+    )
 
     figures = _figures(viewer_client, dedup)
 
@@ -178,7 +192,7 @@ def test_without_progress_the_section_says_how_to_get_it_instead_of_drawing_axes
 
     page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
 
-    section = page[page.index('<section id="runtime">'):]
+    section = page[page.index('<section id="runtime">') :]
     section = section[: section.index("</section>")]
     assert "No progress received</strong>: add the ckptweb listener or register the Spark event-log folder." in section
     assert "data-chart-url" not in section
@@ -209,7 +223,9 @@ def _times(progress: list[dict]) -> dict[int, int]:
 
 def test_file_sink_compactions_are_marked_on_every_chart_at_the_batch_spark_compacted(viewer_client, dedup):
     times = _times(_report("file_source_dedup"))
-    spark_compacted = sorted(int(p.name.removesuffix(".compact")) for p in (DEDUP / "output" / "_spark_metadata").glob("*.compact"))
+    spark_compacted = sorted(
+        int(p.name.removesuffix(".compact")) for p in (DEDUP / "output" / "_spark_metadata").glob("*.compact")
+    )
     interval = dedup.metadata_logs.get(kind=MetadataLog.Kind.SINK).compact_interval
 
     figures = _figures(viewer_client, dedup)
@@ -219,7 +235,9 @@ def test_file_sink_compactions_are_marked_on_every_chart_at_the_batch_spark_comp
     for figure in figures.values():
         assert marks_of(figure)["log compaction"] == expected
     lines = {shape["x0"] for shape in figures["rates"]["layout"]["shapes"]}
-    assert lines == {x for x, _, _ in expected} | {x for marks in marks_of(figures["rates"]).values() for x, _, _ in marks}
+    assert lines == {x for x, _, _ in expected} | {
+        x for marks in marks_of(figures["rates"]).values() for x, _, _ in marks
+    }
 
 
 def test_a_file_source_compaction_is_marked_at_the_batch_whose_offset_reached_it(viewer_client, dedup):
@@ -228,7 +246,14 @@ def test_a_file_source_compaction_is_marked_at_the_batch_whose_offset_reached_it
     # earlier ones offsets as Spark writes them: a new file every other batch.
     offsets = {b: b // 2 for b in range(1, 12)}
     Batch.objects.bulk_create(
-        Batch(checkpoint=dedup, batch_id=b, offset_log_version=1, timestamp_ms=1, watermark_ms=0, sources=[json.dumps({"logOffset": o})])
+        Batch(
+            checkpoint=dedup,
+            batch_id=b,
+            offset_log_version=1,
+            timestamp_ms=1,
+            watermark_ms=0,
+            sources=[json.dumps({"logOffset": o})],
+        )
         for b, o in offsets.items()
     )
 
@@ -236,7 +261,10 @@ def test_a_file_source_compaction_is_marked_at_the_batch_whose_offset_reached_it
 
     source_marks = [(batch, text) for _, text, batch in marks if text.startswith("file source")]
     assert log.compact_interval == 3
-    assert source_marks == [(4, "file source 0 log compaction: sources/0/2.compact"), (10, "file source 0 log compaction: sources/0/5.compact")]
+    assert source_marks == [
+        (4, "file source 0 log compaction: sources/0/2.compact"),
+        (10, "file source 0 log compaction: sources/0/5.compact"),
+    ]
 
 
 def _store_restarted(progress: list[dict], *, at_batch: int) -> str:
@@ -260,7 +288,11 @@ def test_a_run_that_reran_the_last_batch_of_the_previous_one_starts_at_that_batc
     checkpoint = _registered(copy_checkpoint, "file_source_dedup")
     progress = _report("file_source_dedup")
     _store(progress[:9])
-    rerun = {**progress[8], "runId": str(uuid.uuid5(uuid.NAMESPACE_URL, "rerun")), "timestamp": "2026-11-22T05:00:00.000Z"}
+    rerun = {
+        **progress[8],
+        "runId": str(uuid.uuid5(uuid.NAMESPACE_URL, "rerun")),
+        "timestamp": "2026-11-22T05:00:00.000Z",
+    }
     _store([rerun] + [{**p, "runId": rerun["runId"]} for p in progress[9:]])
 
     [(time, _, batch)] = marks_of(_figures(viewer_client, checkpoint)["rates"])["query restart"]
@@ -273,7 +305,9 @@ def test_a_pinned_conf_that_changed_at_a_restart_is_marked_with_the_change(viewe
     progress = _report("file_source_dedup")
     _store_restarted(progress, at_batch=14)
     conf = Batch.objects.get(checkpoint=checkpoint, batch_id=13).conf
-    Batch.objects.filter(checkpoint=checkpoint, batch_id__gte=14).update(conf={**conf, "spark.sql.shuffle.partitions": "8"})
+    Batch.objects.filter(checkpoint=checkpoint, batch_id__gte=14).update(
+        conf={**conf, "spark.sql.shuffle.partitions": "8"}
+    )
 
     marks = marks_of(_figures(viewer_client, checkpoint)["state-rows"])
 
@@ -293,13 +327,23 @@ def test_a_conf_change_lists_the_first_keys_and_counts_the_rest():
 def test_a_maintenance_run_is_marked_when_it_started_and_links_to_its_page(viewer_client, dedup):
     started = datetime.fromisoformat("2026-11-22T04:24:00.500+00:00")
     run = MaintenanceRun.objects.create(
-        checkpoint=dedup, action="snapshot", status=MaintenanceRun.Status.SUCCEEDED, started_at=started, finished_at=started + timedelta(seconds=3)
+        checkpoint=dedup,
+        action="snapshot",
+        status=MaintenanceRun.Status.SUCCEEDED,
+        started_at=started,
+        finished_at=started + timedelta(seconds=3),
     )
     MaintenanceRun.objects.create(checkpoint=dedup, action="purge", status=MaintenanceRun.Status.PLANNED)  # never ran
 
     marks = marks_of(_figures(viewer_client, dedup)["phases"])
 
-    assert marks["maintenance run"] == [(epoch_ms("2026-11-22T04:24:00.500Z"), f"maintenance #{run.pk}: Write state snapshots (Succeeded)", run.get_absolute_url())]
+    assert marks["maintenance run"] == [
+        (
+            epoch_ms("2026-11-22T04:24:00.500Z"),
+            f"maintenance #{run.pk}: Write state snapshots (Succeeded)",
+            run.get_absolute_url(),
+        )
+    ]
 
 
 def test_the_newest_state_snapshots_are_marked_at_the_batch_whose_state_they_hold(viewer_client, dedup):
@@ -318,9 +362,20 @@ def test_the_newest_state_snapshots_are_marked_at_the_batch_whose_state_they_hol
 
 def test_open_findings_are_marked_at_their_batch_or_when_first_seen(viewer_client, dedup):
     seen = datetime.fromisoformat("2026-11-22T04:24:01+00:00")
-    Finding.objects.create(checkpoint=dedup, code="empty-file", severity=Finding.Severity.ERROR, path="commits/13", message="empty")
-    Finding.objects.create(checkpoint=dedup, code="leftover", severity=Finding.Severity.INFO, path="state/0/0/.tmp", message="x", first_seen_at=seen)
-    Finding.objects.create(checkpoint=dedup, code="gone", severity=Finding.Severity.ERROR, path="commits/12", message="x", resolved_at=seen)
+    Finding.objects.create(
+        checkpoint=dedup, code="empty-file", severity=Finding.Severity.ERROR, path="commits/13", message="empty"
+    )
+    Finding.objects.create(
+        checkpoint=dedup,
+        code="leftover",
+        severity=Finding.Severity.INFO,
+        path="state/0/0/.tmp",
+        message="x",
+        first_seen_at=seen,
+    )
+    Finding.objects.create(
+        checkpoint=dedup, code="gone", severity=Finding.Severity.ERROR, path="commits/12", message="x", resolved_at=seen
+    )
     link = dedup.get_absolute_url() + "#integrity"
 
     marks = marks_of(_figures(viewer_client, dedup)["watermark-gap"])["integrity finding"]
@@ -332,11 +387,17 @@ def test_open_findings_are_marked_at_their_batch_or_when_first_seen(viewer_clien
 
 
 def test_marks_outside_the_batch_range_are_left_out(viewer_client, dedup):
-    MaintenanceRun.objects.create(checkpoint=dedup, action="purge", status="succeeded", started_at=datetime(2030, 1, 1, tzinfo=UTC))
+    MaintenanceRun.objects.create(
+        checkpoint=dedup, action="purge", status="succeeded", started_at=datetime(2030, 1, 1, tzinfo=UTC)
+    )
 
     marks = marks_of(_figures(viewer_client, dedup, "?from=3&to=6")["rates"])
 
-    assert marks == {"log compaction": [(_times(_report("file_source_dedup"))[5], "file sink log compaction: _spark_metadata/5.compact", 5)]}
+    assert marks == {
+        "log compaction": [
+            (_times(_report("file_source_dedup"))[5], "file sink log compaction: _spark_metadata/5.compact", 5)
+        ]
+    }
 
 
 # --- long histories ---------------------------------------------------------------------------
@@ -351,18 +412,38 @@ def _fill(batches: int, *, name: str) -> Checkpoint:
     checkpoint = make_checkpoint(name=name, url=f"/nowhere/{name}", query=query)
     Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=batches - 1)
     rows = BatchProgress.objects.bulk_create(
-        (BatchProgress(
-            query=query, batch_id=b, timestamp=datetime.fromtimestamp((START_MS + b * 1000) / 1000, tz=UTC), origin="listener",
-            input_rows_per_second=10_000.0 if b == RATE_SPIKE_BATCH else 10.0, processed_rows_per_second=20.0, num_input_rows=10,
-            batch_duration_ms=90_000 if b == SLOW_BATCH else 500, duration_ms={"addBatch": 400, "walCommit": 100},
-            watermark=datetime.fromtimestamp((START_MS + b * 1000 - 5_000) / 1000, tz=UTC),
-        ) for b in range(batches)),
+        (
+            BatchProgress(
+                query=query,
+                batch_id=b,
+                timestamp=datetime.fromtimestamp((START_MS + b * 1000) / 1000, tz=UTC),
+                origin="listener",
+                input_rows_per_second=10_000.0 if b == RATE_SPIKE_BATCH else 10.0,
+                processed_rows_per_second=20.0,
+                num_input_rows=10,
+                batch_duration_ms=90_000 if b == SLOW_BATCH else 500,
+                duration_ms={"addBatch": 400, "walCommit": 100},
+                watermark=datetime.fromtimestamp((START_MS + b * 1000 - 5_000) / 1000, tz=UTC),
+            )
+            for b in range(batches)
+        ),
         batch_size=1_000,
     )
     StateOperatorMetrics.objects.bulk_create(
-        (StateOperatorMetrics(progress=p, operator_index=0, operator_name="dedupe", num_rows_total=10**9 if p.batch_id == ROWS_SPIKE_BATCH else 5,
-                              num_rows_updated=1, num_rows_removed=0, num_rows_dropped_by_watermark=0, memory_used_bytes=1_000,
-                              custom_metrics={"loadedMapCacheHitCount": 9, "loadedMapCacheMissCount": 1}) for p in rows),
+        (
+            StateOperatorMetrics(
+                progress=p,
+                operator_index=0,
+                operator_name="dedupe",
+                num_rows_total=10**9 if p.batch_id == ROWS_SPIKE_BATCH else 5,
+                num_rows_updated=1,
+                num_rows_removed=0,
+                num_rows_dropped_by_watermark=0,
+                memory_used_bytes=1_000,
+                custom_metrics={"loadedMapCacheHitCount": 9, "loadedMapCacheMissCount": 1},
+            )
+            for p in rows
+        ),
         batch_size=1_000,
     )
     checkpoint.refresh_from_db()
@@ -378,19 +459,29 @@ def test_a_long_history_is_downsampled_and_keeps_every_spike(viewer_client):
         return next(trace for trace in figures[part]["data"] if trace["name"] == name)
 
     assert all(len(trace["x"]) <= RUNTIME_MAX_POINTS for figure in figures.values() for trace in figure["data"])
-    rate, duration, rows = line("rates", "input rate"), line("batch-duration", "batch duration"), line("state-rows", "0: dedupe")
+    rate, duration, rows = (
+        line("rates", "input rate"),
+        line("batch-duration", "batch duration"),
+        line("state-rows", "0: dedupe"),
+    )
     assert rate["customdata"][rate["y"].index(10_000.0)] == RATE_SPIKE_BATCH
     assert duration["customdata"][duration["y"].index(90.0)] == SLOW_BATCH  # drawn in seconds
     assert rows["customdata"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
-    assert all("lowest and highest of every" in figure["layout"]["annotations"][-1]["text"] for figure in figures.values())
+    assert all(
+        "lowest and highest of every" in figure["layout"]["annotations"][-1]["text"] for figure in figures.values()
+    )
     gap = line("watermark-gap", "watermark gap")
     assert set(gap["y"]) == {5.0}
 
 
-def test_the_runtime_charts_make_as_many_queries_at_8000_batches_as_at_2000(viewer_client, django_assert_max_num_queries):
+def test_the_runtime_charts_make_as_many_queries_at_8000_batches_as_at_2000(
+    viewer_client, django_assert_max_num_queries
+):
     short, long = _fill(2_000, name="short"), _fill(8_000, name="long")
     for checkpoint in (short, long):
-        MaintenanceRun.objects.create(checkpoint=checkpoint, action="purge", status="succeeded", started_at=timezone.now())
+        MaintenanceRun.objects.create(
+            checkpoint=checkpoint, action="purge", status="succeeded", started_at=timezone.now()
+        )
     # Each range is built afresh (its own cache entries); the first request also reads the session.
     _figures(viewer_client, short, "?from=0")
     with CaptureQueriesContext(connection) as short_queries:
@@ -415,10 +506,18 @@ def test_the_runtime_charts_are_built_once_until_new_progress_arrives(viewer_cli
 
 @pytest.mark.parametrize(
     ("gap_ms", "unit", "drawn"),
-    [(9_000, "s", 9.0), (599_000, "s", 599.0), (600_000, "min", 10.0), (36_000_000, "h", 10.0), (5 * 86_400_000, "h", 120.0),
-     (864_000_000, "d", 10.0)],
+    [
+        (9_000, "s", 9.0),
+        (599_000, "s", 599.0),
+        (600_000, "min", 10.0),
+        (36_000_000, "h", 10.0),
+        (5 * 86_400_000, "h", 120.0),
+        (864_000_000, "d", 10.0),
+    ],
 )
-def test_the_watermark_gap_is_drawn_in_the_unit_its_longest_value_reads_best_in(viewer_client, dedup, gap_ms, unit, drawn):
+def test_the_watermark_gap_is_drawn_in_the_unit_its_longest_value_reads_best_in(
+    viewer_client, dedup, gap_ms, unit, drawn
+):
     for row in BatchProgress.objects.filter(query=dedup.query, watermark__gt=datetime(1971, 1, 1, tzinfo=UTC)):
         row.watermark = row.timestamp - timedelta(milliseconds=gap_ms)
         row.save(update_fields=["watermark"])
@@ -429,7 +528,9 @@ def test_the_watermark_gap_is_drawn_in_the_unit_its_longest_value_reads_best_in(
     assert set(gap["data"][0]["y"]) == {drawn}
 
 
-def test_a_copy_behind_the_live_checkpoint_shows_only_its_own_batches_progress(viewer_client, admin_client, copy_checkpoint, dedup):
+def test_a_copy_behind_the_live_checkpoint_shows_only_its_own_batches_progress(
+    viewer_client, admin_client, copy_checkpoint, dedup
+):
     from prometheus.scenario import checkpoint_sample, parse_exposition
 
     # A copy of the dedup query taken after batch 13 (same query id): its batches 14 and 15 never happened.

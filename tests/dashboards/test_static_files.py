@@ -1,5 +1,6 @@
 """What the query page weighs: the Plotly bundle it loads draws every trace type of our charts, and in
 production every static file is served under a hashed name, compressed, and cached for a year."""
+
 from __future__ import annotations
 
 import ast
@@ -52,9 +53,12 @@ def _trace_types_built_by_dashboards() -> set[str]:
         tree = ast.parse(module.read_text(), filename=str(module))
         aliases = _graph_objects_aliases(tree)
         class_names |= {
-            node.func.attr for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id in aliases
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in aliases
         }
         dict_types |= {_dict_trace_type(node) for node in ast.walk(tree) if isinstance(node, ast.Dict)} - {None}
     classes = [getattr(go, name) for name in class_names]
@@ -101,12 +105,18 @@ def production_static_root(tmp_path_factory) -> Path:
     """STATIC_ROOT after `manage.py collectstatic` with the production settings (CKPTWEB_DEBUG=false)."""
     data_dir = tmp_path_factory.mktemp("data")
     environment = {
-        **os.environ, "CKPTWEB_DEBUG": "false", "CKPTWEB_SECRET_KEY": "test-only", "CKPTWEB_DATA_DIR": str(data_dir),
+        **os.environ,
+        "CKPTWEB_DEBUG": "false",
+        "CKPTWEB_SECRET_KEY": "test-only",
+        "CKPTWEB_DATA_DIR": str(data_dir),
     }
     environment.pop("CKPTWEB_DATABASE_URL", None)
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity=0"],
-        cwd=REPO_DIR, env=environment, check=True, timeout=600,
+        cwd=REPO_DIR,
+        env=environment,
+        check=True,
+        timeout=600,
     )
     return data_dir / "static"
 
@@ -127,14 +137,19 @@ def test_collectstatic_in_production_writes_hashed_names_with_gzip_and_brotli_co
 def production_static(settings, production_static_root):
     """Serve what collectstatic wrote, as the production settings do (no finders, no re-reading)."""
     settings.STATIC_ROOT = production_static_root
-    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
     settings.WHITENOISE_USE_FINDERS = settings.WHITENOISE_AUTOREFRESH = False
 
 
 @pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("encoding", ["br", "gzip"])
-def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_year(production_static, viewer_client, encoding):
+def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_year(
+    production_static, viewer_client, encoding
+):
     src = _plotly_src(viewer_client)
     assert re.fullmatch(r"/static/dashboards/vendor/plotly-cartesian-3\.1\.0\.min\.[0-9a-f]{12}\.js", src)
 
@@ -142,9 +157,7 @@ def test_production_sends_the_query_pages_plotly_compressed_and_cached_for_a_yea
 
     assert response.status_code == 200
     assert response["Content-Encoding"] == encoding
-    cache_control = dict(
-        (part.strip().split("=") + [""])[:2] for part in response["Cache-Control"].split(",")
-    )
+    cache_control = dict((part.strip().split("=") + [""])[:2] for part in response["Cache-Control"].split(","))
     assert "immutable" in cache_control and int(cache_control["max-age"]) >= ONE_YEAR_SECONDS
     assert int(response["Content-Length"]) < 600_000
 
@@ -156,5 +169,7 @@ def test_production_serves_the_api_docs_page_with_swagger_ui_under_hashed_names(
 
     assert len(assets) == 4  # the favicon, the stylesheet and the two scripts of drf-spectacular-sidecar
     for asset in assets:
-        assert re.fullmatch(r"/static/drf_spectacular_sidecar/swagger-ui-dist/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)", asset), asset
+        assert re.fullmatch(
+            r"/static/drf_spectacular_sidecar/swagger-ui-dist/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)", asset
+        ), asset
         assert viewer_client.get(asset).status_code == 200, asset

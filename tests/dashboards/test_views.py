@@ -1,4 +1,5 @@
 """Pages and panels, on the real database, with batches synced from a real Spark checkpoint."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,9 @@ def test_health_check_is_public(client):
     assert client.get(reverse("dashboards:health")).json() == {"status": "ok"}
 
 
-def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries(viewer_client, synced, django_assert_num_queries):
+def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries(
+    viewer_client, synced, django_assert_num_queries
+):
     for name in ("never-synced", "second", "third"):
         make_checkpoint(name=name, url=f"/nowhere/{name}")
     # session (none when sessions are read from the shared cache), user, two permission look-ups
@@ -57,7 +60,7 @@ def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries
 
 def test_query_page_lists_batches_newest_first_and_flags_the_uncommitted_one(viewer_client, synced):
     page = viewer_client.get(synced.get_absolute_url()).content.decode()
-    table = page[page.index('id="batch-table"'):]
+    table = page[page.index('id="batch-table"') :]
     assert [table.index(f">{b}</a>") for b in (4, 2, 1, 0)] == sorted(table.index(f">{b}</a>") for b in (4, 2, 1, 0))
     assert 'class="uncommitted"' in table
     assert 'data-chart-url="' + reverse("dashboards:batch-timeline-chart", args=[synced.pk]) in page
@@ -84,9 +87,16 @@ def test_viewer_may_not_register_a_checkpoint(viewer_client):
     assert viewer_client.get(reverse("dashboards:checkpoint-create")).status_code == 403
 
 
-def test_registering_a_checkpoint_outside_the_roots_is_refused_with_the_reason(client, operator_user, checkpoint_roots, tmp_path):
+def test_registering_a_checkpoint_outside_the_roots_is_refused_with_the_reason(
+    client, operator_user, checkpoint_roots, tmp_path
+):
     client.force_login(operator_user)
-    data = {"name": "escape", "url": str(checkpoint_roots / ".." / "other"), "is_enabled": "on", "sync_interval_seconds": 30}
+    data = {
+        "name": "escape",
+        "url": str(checkpoint_roots / ".." / "other"),
+        "is_enabled": "on",
+        "sync_interval_seconds": 30,
+    }
     response = client.post(reverse("dashboards:checkpoint-create"), data)
     assert response.status_code == 200
     assert "outside" in response.content.decode()
@@ -103,7 +113,11 @@ def test_registering_a_checkpoint_schedules_its_sync_and_queues_the_first_one(
     checkpoint = Checkpoint.objects.get(name="inc")
     assert response["Location"] == checkpoint.get_absolute_url()
     task = PeriodicTask.objects.get(pk=checkpoint.sync_schedule_id)
-    assert (task.task, json.loads(task.args), task.interval.every) == ("workers.tasks.sync_checkpoint", [checkpoint.pk], 45)
+    assert (task.task, json.loads(task.args), task.interval.every) == (
+        "workers.tasks.sync_checkpoint",
+        [checkpoint.pk],
+        45,
+    )
     assert checkpoint.batches.count() == 4  # the eager first sync ran after the commit
 
 

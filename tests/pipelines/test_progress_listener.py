@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from pipelines.progress_listener import (
     INGEST_PATH,
     CkptwebProgressListener,
@@ -91,7 +91,9 @@ def ingest():
 
 def assert_closed(sender) -> None:
     """Close a sender or listener; fail if its queue is not sent or spooled within WAIT_SECONDS."""
-    assert sender.close(timeout_seconds=WAIT_SECONDS), f"the sender did not send or spool its queue within {WAIT_SECONDS} s"
+    assert sender.close(timeout_seconds=WAIT_SECONDS), (
+        f"the sender did not send or spool its queue within {WAIT_SECONDS} s"
+    )
 
 
 def wait_until(condition, what: str, timeout: float = WAIT_SECONDS) -> None:

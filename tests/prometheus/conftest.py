@@ -3,6 +3,7 @@
 Without them the tests skip on a developer's machine and fail in CI (CI=true), where a skip
 would hide that the install step is missing.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ Shared by the collector tests (tests/dashboards/test_metrics.py) and the end-to-
 real Prometheus (tests/prometheus/). Expected figures come from the fixture's spark-report.json
 (what Spark's own classes read back when the fixture was generated) and from walking its files.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,9 @@ def register_synced_fixture(copy_checkpoint, fixture: str) -> tuple[Checkpoint, 
     """Copy, register and sync a fixture checkpoint, store its progress reports; return the row, report and copy."""
     base = copy_checkpoint(OUR_FIXTURES / fixture)
     sink = base / "output"
-    checkpoint = make_checkpoint(name=fixture, url=str(base / "checkpoint"), sink_log_url=str(sink) if sink.is_dir() else "")
+    checkpoint = make_checkpoint(
+        name=fixture, url=str(base / "checkpoint"), sink_log_url=str(sink) if sink.is_dir() else ""
+    )
     sync_checkpoint(checkpoint.pk)
     report = json.loads((base / "spark-report.json").read_text())
     for progress in report["progress"]:
@@ -53,15 +56,20 @@ def expected_batch_figures(report: dict) -> dict[str, float]:
         "ckptweb_checkpoint_uncommitted_batches": len(set(offsets) - committed),
         "ckptweb_checkpoint_latest_batch_timestamp_seconds": newest["batch_timestamp_ms"] / 1000,
         "ckptweb_checkpoint_watermark_timestamp_seconds": newest["batch_watermark_ms"] / 1000,
-        "ckptweb_checkpoint_watermark_lag_seconds": (newest["batch_timestamp_ms"] - newest["batch_watermark_ms"]) / 1000,
+        "ckptweb_checkpoint_watermark_lag_seconds": (newest["batch_timestamp_ms"] - newest["batch_watermark_ms"])
+        / 1000,
         "ckptweb_progress_batch_id": progress["batchId"],
         "ckptweb_progress_batch_duration_seconds": progress["batchDuration"] / 1000,
         "ckptweb_progress_input_rows": progress["numInputRows"],
         "ckptweb_progress_processed_rows_per_second": progress["processedRowsPerSecond"],
         "ckptweb_state_operator_rows": sum(op["numRowsTotal"] for op in operators),
         "ckptweb_state_operator_memory_used_bytes": sum(op["memoryUsedBytes"] for op in operators),
-        "ckptweb_state_operator_cache_hits_total": sum(op["customMetrics"]["loadedMapCacheHitCount"] for op in operators),
-        "ckptweb_state_operator_cache_misses_total": sum(op["customMetrics"]["loadedMapCacheMissCount"] for op in operators),
+        "ckptweb_state_operator_cache_hits_total": sum(
+            op["customMetrics"]["loadedMapCacheHitCount"] for op in operators
+        ),
+        "ckptweb_state_operator_cache_misses_total": sum(
+            op["customMetrics"]["loadedMapCacheMissCount"] for op in operators
+        ),
     }
 
 
@@ -90,6 +98,10 @@ def checkpoint_sample(samples: dict, name: str, checkpoint: str, **labels: str) 
     """The value of one per-checkpoint sample, None when absent (other labels must match exactly)."""
     for (sample_name, items), value in samples.items():
         found = dict(items)
-        if sample_name == name and found.get("checkpoint") == checkpoint and all(found.get(k) == v for k, v in labels.items()):
+        if (
+            sample_name == name
+            and found.get("checkpoint") == checkpoint
+            and all(found.get(k) == v for k, v in labels.items())
+        ):
             return value
     return None

@@ -1,4 +1,5 @@
 """docs/prometheus: the alerting rules pass promtool, and every alert fires in the rule unit tests."""
+
 from __future__ import annotations
 
 import shutil

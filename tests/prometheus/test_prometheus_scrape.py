@@ -4,6 +4,7 @@ Debian's prometheus runs on a free loopback port with its own configuration (the
 docs/prometheus/prometheus.yml with a 1 s interval and this test's target and token) and its own
 data directory; it never talks to a system Prometheus.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ import pytest
 import yaml
 
 from fixture_paths import REPO_DIR
-from worker_process import free_port
 from prometheus.scenario import DEDUP, KILLED, expected_batch_figures, files_on_disk, register_synced_fixture
+from worker_process import free_port
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.django_db(transaction=True)]
 
@@ -50,9 +51,16 @@ def prometheus(prometheus_binary, live_server, settings, tmp_path):
     config = _write_config(tmp_path, urllib.parse.urlsplit(live_server.url).netloc)
     log = (tmp_path / "prometheus.log").open("w")
     process = subprocess.Popen(
-        [prometheus_binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+        [
+            prometheus_binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
     )
     base = f"http://127.0.0.1:{port}"
 
@@ -118,8 +126,12 @@ def test_prometheus_scrapes_the_figures_spark_wrote_into_a_fixture_checkpoint(co
         selector = f'{name}{{checkpoint="{KILLED}",query_id="{report["query_id"]}"}}'
         assert _latest(prometheus, selector) == pytest.approx(expected), name
     for kind in files:
-        assert _latest(prometheus, f'ckptweb_checkpoint_files{{checkpoint="{KILLED}",kind="{kind}"}}') == files[kind], kind
-        assert _latest(prometheus, f'ckptweb_checkpoint_bytes{{checkpoint="{KILLED}",kind="{kind}"}}') == size[kind], kind
+        assert _latest(prometheus, f'ckptweb_checkpoint_files{{checkpoint="{KILLED}",kind="{kind}"}}') == files[kind], (
+            kind
+        )
+        assert _latest(prometheus, f'ckptweb_checkpoint_bytes{{checkpoint="{KILLED}",kind="{kind}"}}') == size[kind], (
+            kind
+        )
     assert _latest(prometheus, f'ckptweb_sync_runs_total{{checkpoint="{KILLED}",status="ok"}}') == 1
 
 
@@ -130,9 +142,17 @@ def test_prometheus_sees_the_compact_file_of_each_log_and_evaluates_the_alert_ru
 
     prometheus.wait(f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}"}}')
 
-    assert _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="source"}}') == newest_source_compact
-    assert _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="sink"}}') == newest_sink_compact
-    assert _latest(prometheus, f'ckptweb_metadata_log_compact_interval_batches{{checkpoint="{DEDUP}",kind="source"}}') == 3
+    assert (
+        _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="source"}}')
+        == newest_source_compact
+    )
+    assert (
+        _latest(prometheus, f'ckptweb_metadata_log_compact_file_bytes{{checkpoint="{DEDUP}",kind="sink"}}')
+        == newest_sink_compact
+    )
+    assert (
+        _latest(prometheus, f'ckptweb_metadata_log_compact_interval_batches{{checkpoint="{DEDUP}",kind="source"}}') == 3
+    )
     # The fixture's batches, every one committed, were planned hours ago and no progress comes: the
     # health model says stopped, and the real Prometheus evaluates the rule file and holds
     # CkptwebQueryStopped as pending (its `for:` is 5 minutes).

@@ -1,4 +1,5 @@
 """An S3 endpoint on loopback: moto's server mode, which speaks the real S3 protocol over HTTP."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,7 +26,11 @@ def moto_endpoint(moto_server) -> str:
     return moto_server.endpoint
 
 
-TEST_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+TEST_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 @contextlib.contextmanager

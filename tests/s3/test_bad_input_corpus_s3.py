@@ -6,17 +6,20 @@ value read or the error's class and message, must be equal. Left out: the cases 
 symbolic links or file modes (S3 has neither) and the two 100 MB lines (the local corpus test
 reads those).
 """
+
 from __future__ import annotations
 
 import pytest
-from bad_input_corpus import BadFile, bad_input_corpus, write_corpus_file
 
+from bad_input_corpus import BadFile, bad_input_corpus, write_corpus_file
 from workers.checkpoint import CheckpointError, CheckpointStorage
 
 from .conftest import bucket_at
 
 BUCKET = "corpus"
-ON_S3 = [bad for bad in bad_input_corpus() if bad.place is None and not bad.needs_non_root and bad.category != "enormous"]
+ON_S3 = [
+    bad for bad in bad_input_corpus() if bad.place is None and not bad.needs_non_root and bad.category != "enormous"
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,12 @@ def test_each_malformed_file_on_s3_reads_as_it_does_on_disk(bad: BadFile, corpus
     prefix = bad.id.replace("/", "__")
     for path in written.root.rglob("*"):
         if path.is_file():
-            corpus_bucket.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(written.root).as_posix()}", Body=path.read_bytes())
-    remote = CheckpointStorage(f"s3://{BUCKET}/{prefix}", allowed_roots=[f"s3://{BUCKET}"], storage_options={"endpoint_url": moto_endpoint})
+            corpus_bucket.put_object(
+                Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(written.root).as_posix()}", Body=path.read_bytes()
+            )
+    remote = CheckpointStorage(
+        f"s3://{BUCKET}/{prefix}", allowed_roots=[f"s3://{BUCKET}"], storage_options={"endpoint_url": moto_endpoint}
+    )
 
     on_disk = _outcome(written.read, CheckpointStorage(str(written.root), allowed_roots=[str(written.allowed_root)]))
     assert _outcome(written.read, remote) == on_disk

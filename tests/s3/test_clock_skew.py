@@ -5,6 +5,7 @@ every object by its own clock, an hour behind or ahead of ours, as a store with 
 would. Each test first shows what judging the same files on our clock would decide, so it fails
 if the trap it guards against is not there.
 """
+
 from __future__ import annotations
 
 import glob
@@ -16,9 +17,9 @@ import uuid
 
 import boto3
 import pytest
+
 from fixture_paths import OUR_FIXTURES
 from worker_process import free_port, wait_for
-
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance.actions import plan_action
 from workers.checkpoint.maintenance.cleanup import plan_cleanup
@@ -57,7 +58,9 @@ def s3_with_clock(monkeypatch):
         client.create_bucket(Bucket=BUCKET)
         for path in sorted(FIXTURE.rglob("*")):
             if path.is_file():
-                client.put_object(Bucket=BUCKET, Key=f"q/{path.relative_to(FIXTURE).as_posix()}", Body=path.read_bytes())
+                client.put_object(
+                    Bucket=BUCKET, Key=f"q/{path.relative_to(FIXTURE).as_posix()}", Body=path.read_bytes()
+                )
         return CheckpointStorage(f"s3://{BUCKET}/q", storage_options={"endpoint_url": endpoint}), client
 
     yield start
@@ -75,7 +78,9 @@ def _answers(client) -> bool:
 
 
 def _judged_on_our_clock(storage: CheckpointStorage, quiet_seconds: float):
-    return query_stopped(storage.list_dir("offsets"), storage.list_dir("commits"), now=time.time(), quiet_seconds=quiet_seconds)
+    return query_stopped(
+        storage.list_dir("offsets"), storage.list_dir("commits"), now=time.time(), quiet_seconds=quiet_seconds
+    )
 
 
 def _query_stopped(storage: CheckpointStorage, quiet_seconds: float):

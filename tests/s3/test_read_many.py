@@ -1,5 +1,6 @@
 """CheckpointStorage.read_many on S3 (moto's server, each request delayed): the results, errors and
 counts of one read_bytes per file, with several GETs in flight."""
+
 from __future__ import annotations
 
 import errno
@@ -16,7 +17,7 @@ from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
 from .conftest import bucket_at
 
 BUCKET = "reads"
-FILES = {f"q/offsets/{n}": f"v1\n{{\"batch\":{n}}}\n".encode() * (n + 1) for n in range(40)}
+FILES = {f"q/offsets/{n}": f'v1\n{{"batch":{n}}}\n'.encode() * (n + 1) for n in range(40)}
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,12 @@ def delayed_s3():
 def _storage(server: DelayedS3Server) -> CheckpointStorage:
     # A new client each time: s3fs caches filesystem instances by their options.
     return CheckpointStorage(
-        f"s3://{BUCKET}/q", storage_options={"endpoint_url": server.endpoint, "skip_instance_cache": True,
-                                             "config_kwargs": {"max_pool_connections": REMOTE_READS_IN_FLIGHT}}
+        f"s3://{BUCKET}/q",
+        storage_options={
+            "endpoint_url": server.endpoint,
+            "skip_instance_cache": True,
+            "config_kwargs": {"max_pool_connections": REMOTE_READS_IN_FLIGHT},
+        },
     )
 
 
@@ -127,8 +132,11 @@ def test_while_the_store_is_unreachable_each_file_is_a_storage_error_and_nothing
     nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     storage = CheckpointStorage(
         f"s3://{BUCKET}/q",
-        storage_options={"endpoint_url": nobody, "skip_instance_cache": True,
-                         "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}}},
+        storage_options={
+            "endpoint_url": nobody,
+            "skip_instance_cache": True,
+            "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}},
+        },
     )
     results = storage.read_many(["offsets/0", "offsets/1"])
     assert {type(result).__name__ for result in results.values()} == {"StorageError"}

@@ -1,5 +1,6 @@
 """Registering a checkpoint on S3 (moto's server mode): the same refusals as on disk, and a store that
 cannot be asked refuses the form with the reason."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,11 +20,15 @@ SINK_FIXTURE = OUR_FIXTURES / "windowed_agg_file_sink"
 def _upload(client, directory: Path, prefix: str) -> None:
     for path in sorted(directory.rglob("*")):
         if path.is_file():
-            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes())
+            client.put_object(
+                Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes()
+            )
 
 
 def _errors(url: str, sink: str = "") -> dict[str, list[str]]:
-    form = CheckpointForm({"name": "q", "url": url, "sink_log_url": sink, "is_enabled": True, "sync_interval_seconds": 30})
+    form = CheckpointForm(
+        {"name": "q", "url": url, "sink_log_url": sink, "is_enabled": True, "sync_interval_seconds": 30}
+    )
     form.is_valid()
     return dict(form.errors)
 
@@ -54,7 +59,11 @@ def test_a_path_on_s3_holding_no_checkpoint_is_refused_naming_it(uploaded, path,
 
 @pytest.mark.parametrize(
     ("path", "reason"),
-    [("typo", "no such folder"), ("checkpoint/metadata", "this is a file"), ("checkpoint", "no _spark_metadata folder here")],
+    [
+        ("typo", "no such folder"),
+        ("checkpoint/metadata", "this is a file"),
+        ("checkpoint", "no _spark_metadata folder here"),
+    ],
 )
 def test_a_sink_path_on_s3_holding_no_sink_log_is_refused_naming_it(uploaded, path, reason):
     [message] = _errors(f"{uploaded}/checkpoint", f"{uploaded}/{path}")["sink_log_url"]

@@ -3,6 +3,7 @@
 A sync during the outage fails with the storage error named, quickly and without touching the
 rows; a local checkpoint syncs on meanwhile; once S3 answers again the next sync catches up.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,7 +18,6 @@ from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from worker_process import free_port
 from workers.sync import sync_checkpoint
-
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,9 @@ def restartable_s3(checkpoint_roots, monkeypatch, settings):
     state["server"].stop()
 
 
-def test_a_sync_during_an_s3_outage_fails_clearly_and_the_next_one_catches_up(restartable_s3, copy_checkpoint, tmp_path):
+def test_a_sync_during_an_s3_outage_fails_clearly_and_the_next_one_catches_up(
+    restartable_s3, copy_checkpoint, tmp_path
+):
     client, stop, start = restartable_s3
     history = tmp_path / "history"
     write_batches(history, range(5), read_template())
@@ -58,7 +60,9 @@ def test_a_sync_during_an_s3_outage_fails_clearly_and_the_next_one_catches_up(re
         if path.is_file():
             client.put_object(Bucket=BUCKET, Key=f"q/{path.relative_to(history).as_posix()}", Body=path.read_bytes())
     remote = make_checkpoint(name="remote", url=f"s3://{BUCKET}/q")
-    local = make_checkpoint(name="local", url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint", "local")))
+    local = make_checkpoint(
+        name="local", url=str(copy_checkpoint(OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint", "local"))
+    )
     assert sync_checkpoint(remote.pk).status == SyncRun.Status.OK
 
     stop()

@@ -1,5 +1,6 @@
 """On S3 (moto's server mode) the state figures follow the batches at most once per
 CKPTWEB_STATE_FOLLOW_MIN_SECONDS per checkpoint, and then equal those of the same files on disk."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -28,7 +29,10 @@ def test_on_s3_the_state_follows_at_most_once_per_interval(s3_bucket, copy_check
     settings.STATE_KEYS_DIR = tmp_path / "statekeys"
     settings.STATE_FOLLOW_MIN_SECONDS = 60
     _upload(s3_bucket, FIXTURE, "agg")
-    held = {batch_id: s3_bucket.get_object(Bucket=BUCKET, Key=f"agg/commits/{batch_id}")["Body"].read() for batch_id in HELD_BACK}
+    held = {
+        batch_id: s3_bucket.get_object(Bucket=BUCKET, Key=f"agg/commits/{batch_id}")["Body"].read()
+        for batch_id in HELD_BACK
+    }
     for batch_id in HELD_BACK:
         s3_bucket.delete_object(Bucket=BUCKET, Key=f"agg/commits/{batch_id}")
     checkpoint = make_checkpoint(name="remote", url=f"s3://{BUCKET}/agg")

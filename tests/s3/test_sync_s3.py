@@ -1,4 +1,5 @@
 """A sync of a checkpoint on S3 (moto's server mode) gives the rows and call counts of a local one."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +23,9 @@ ROW_FIELDS = ("batch_id", "timestamp_ms", "watermark_ms", "conf", "sources", "is
 def _upload(client, directory: Path, prefix: str) -> None:
     for path in sorted(directory.rglob("*")):
         if path.is_file():
-            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes())
+            client.put_object(
+                Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(directory).as_posix()}", Body=path.read_bytes()
+            )
 
 
 def _rows(checkpoint: Checkpoint) -> list[tuple]:
@@ -65,7 +68,9 @@ def test_a_probe_on_s3_reads_only_the_new_names_and_lists_nothing(s3_bucket, tmp
     assert checkpoint.batches.filter(is_committed=True).count() == 32
 
 
-def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_bucket, tmp_path, copy_checkpoint, monkeypatch):
+def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(
+    s3_bucket, tmp_path, copy_checkpoint, monkeypatch
+):
     # The reconcile reads its files ahead, several at a time: an error must still name its file.
     monkeypatch.setattr("workers.sync.READ_AHEAD_BATCHES", 5)  # windows of 5 batches: 0-4, 5-9, 10-11
     history = tmp_path / "history"
@@ -88,7 +93,9 @@ def test_a_first_sync_on_s3_with_unreadable_files_reports_them_as_on_disk(s3_buc
     assert _calls(remote_run) == _calls(local_run)
 
 
-def _synced_twins(s3_bucket, tmp_path: Path, copy_checkpoint, name: str, batches: int) -> tuple[Checkpoint, Checkpoint, Path]:
+def _synced_twins(
+    s3_bucket, tmp_path: Path, copy_checkpoint, name: str, batches: int
+) -> tuple[Checkpoint, Checkpoint, Path]:
     """The same history of ``batches`` on S3 (under ``name``) and on disk, each synced once."""
     history = tmp_path / "history"
     write_batches(history, range(batches), read_template())
@@ -122,7 +129,9 @@ def test_a_probe_on_s3_goes_past_an_empty_offsets_file_as_on_disk(s3_bucket, tmp
     assert _rows(remote) == _rows(local)
 
 
-def test_a_probe_catching_up_on_s3_reads_the_commits_ahead_with_the_calls_of_a_disk(s3_bucket, moto_server, tmp_path, copy_checkpoint):
+def test_a_probe_catching_up_on_s3_reads_the_commits_ahead_with_the_calls_of_a_disk(
+    s3_bucket, moto_server, tmp_path, copy_checkpoint
+):
     # After downtime a probe finds many new batches; their commits' names are then known.
     remote, local, local_dir = _synced_twins(s3_bucket, tmp_path, copy_checkpoint, "behind", 2)
     write_batches(local_dir, range(2, 42), read_template())

@@ -100,7 +100,9 @@ class TwinRestart:
     maintained: Restart
 
 
-def run_triggers(spark, builder: QueryBuilder, base: Path, triggers: int, *, conf: Mapping[str, str] | None = None) -> RunResult:
+def run_triggers(
+    spark, builder: QueryBuilder, base: Path, triggers: int, *, conf: Mapping[str, str] | None = None
+) -> RunResult:
     """Start the query ``triggers`` times with Trigger.AvailableNow, each run to its end."""
     batch_ids: list[int] = []
     for _ in range(triggers):
@@ -127,7 +129,9 @@ def run_to_end(query, base: Path) -> list[dict]:
     return [json.loads(progress.json) for progress in query.recentProgress]
 
 
-def run_twins(spark, builder: QueryBuilder, tmp_path: Path, triggers: int, *, conf: Mapping[str, str] | None = None) -> Twin:
+def run_twins(
+    spark, builder: QueryBuilder, tmp_path: Path, triggers: int, *, conf: Mapping[str, str] | None = None
+) -> Twin:
     """Run the query identically into ``tmp_path/control`` and ``tmp_path/maintained``."""
     twin = Twin(tmp_path / "control", tmp_path / "maintained")
     control = run_triggers(spark, builder, twin.control, triggers, conf=conf)
@@ -176,4 +180,3 @@ def last_committed_batch(base: Path) -> int | None:
     commits = base / "checkpoint" / "commits"
     ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
     return max(ids, default=None)
-

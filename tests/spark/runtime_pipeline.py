@@ -12,6 +12,7 @@ already hold a compaction of each. The event log is plain text (one file, rename
 ``recentProgress`` (Spark's own StreamingQueryProgress JSON) and the listener's counters, written
 once the listener has sent every progress.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,9 @@ def wait_until_sent(listener: CkptwebProgressListener, count: int) -> None:
     deadline = time.monotonic() + SEND_TIMEOUT_SECONDS
     while listener.stats()["sent"] < count:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the listener sent {listener.stats()} of {count} progress events within {SEND_TIMEOUT_SECONDS} s")
+            raise TimeoutError(
+                f"the listener sent {listener.stats()} of {count} progress events within {SEND_TIMEOUT_SECONDS} s"
+            )
         time.sleep(0.1)
 
 
@@ -68,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     wait_until_sent(listener, len(progress))
     spark.streams.removeListener(listener)
     closed = listener.close(timeout_seconds=30)
-    report = {"query_id": progress[0]["id"], "progress": progress, "listener": listener.stats(), "listener_closed": closed}
+    report = {
+        "query_id": progress[0]["id"],
+        "progress": progress,
+        "listener": listener.stats(),
+        "listener_closed": closed,
+    }
     spark.stop()
     Path(args.report).write_text(json.dumps(report, indent=1))
     return 0

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, REPO_DIR
 
+from fixture_paths import OUR_FIXTURES, REPO_DIR
 from pipelines.generate_event_log_fixture import EXTRA_RUN_NAMES, RUN_NAMES
 from workers.checkpoint.errors import MissingFileError
 from workers.checkpoint.eventlog import EventLogPosition, find_event_logs, tail_event_log
@@ -74,7 +74,9 @@ def regenerated(tmp_path_factory) -> tuple[Path, dict[str, LiveTail]]:
             if timed_out:
                 generator.kill()
         stderr = generator.stderr.read()
-    assert not timed_out, f"the event log generator ran past {GENERATOR_TIMEOUT_SECONDS} s and was killed:\n{stderr[-4000:]}"
+    assert not timed_out, (
+        f"the event log generator ran past {GENERATOR_TIMEOUT_SECONDS} s and was killed:\n{stderr[-4000:]}"
+    )
     assert generator.returncode == 0, stderr[-4000:]
     _poll_all(out_dir, tails)  # what was written after the last poll
     return out_dir, tails
@@ -125,7 +127,10 @@ def test_regenerated_reports_hold_the_committed_batches(regenerated, name):
     tree, _ = regenerated
     fresh, committed = _report(tree, name), _report(COMMITTED, name)
     assert fresh.keys() == committed.keys()
-    assert (fresh["spark_version"], fresh["event_log_conf"]) == (committed["spark_version"], committed["event_log_conf"])
+    assert (fresh["spark_version"], fresh["event_log_conf"]) == (
+        committed["spark_version"],
+        committed["event_log_conf"],
+    )
     # The generator stops as soon as the last wanted batch is reported; a loaded machine may
     # still finish one more. The batches both runs have must agree.
     assert len(committed["progress"]) <= len(fresh["progress"]) <= len(committed["progress"]) + 1

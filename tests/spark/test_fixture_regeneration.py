@@ -17,9 +17,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+
 from expected_summaries import expected_summary
 from fixture_paths import OUR_FIXTURES, REPO_DIR, SPARK_TEST_RESOURCES, shared_fixture_checkpoints
-
 from pipelines.generate_fixtures import KILL_BATCH_ID, QUERY_CONF, QUERY_NAMES
 from pipelines.spark_report import read_spark_report
 
@@ -34,8 +34,7 @@ ROCKSDB_QUERIES = tuple(name for name in QUERY_NAMES if name.startswith("rocksdb
 CHECKPOINT_V2 = "rocksdb_checkpoint_v2_dedup"
 # Defaults of the confs that QUERY_CONF changes for single queries (SQLConf, Spark 4.3).
 SESSION_DEFAULTS = {
-    "spark.sql.streaming.stateStore.providerClass":
-        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "spark.sql.streaming.stateStore.compression.codec": "lz4",
     "spark.sql.streaming.stateStore.rowChecksum.enabled": "false",
 }
@@ -48,7 +47,10 @@ def regenerated(tmp_path_factory) -> Path:
     out_dir = tmp_path_factory.mktemp("regenerated-fixtures")
     result = subprocess.run(
         [sys.executable, "-m", "pipelines.generate_fixtures", str(out_dir)],
-        cwd=REPO_DIR, capture_output=True, text=True, timeout=GENERATOR_TIMEOUT_SECONDS,
+        cwd=REPO_DIR,
+        capture_output=True,
+        text=True,
+        timeout=GENERATOR_TIMEOUT_SECONDS,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return out_dir
@@ -109,9 +111,7 @@ _STATE_VERSION_FILE = re.compile(rf"^\d+(_{_UUID})?\.(delta|snapshot|zip|changel
 
 def state_store_dirs(checkpoint: Path) -> list[Path]:
     """Every directory holding the files of one state store (one per operator, partition, store)."""
-    return sorted({
-        path.parent for path in (checkpoint / "state").rglob("*") if _STATE_VERSION_FILE.match(path.name)
-    })
+    return sorted({path.parent for path in (checkpoint / "state").rglob("*") if _STATE_VERSION_FILE.match(path.name)})
 
 
 def state_files(store: Path, kind: str) -> list[str]:
@@ -176,7 +176,9 @@ def test_every_rocksdb_state_store_has_zips_sst_files_and_changelogs_if_enabled(
 def test_state_cleanup_removed_the_first_versions(tree, name):
     # minBatchesToRetain=3 over 12 batches: maintenance deleted the files of versions 1..5.
     for store in state_store_dirs(tree / name / "checkpoint"):
-        versions = [int(re.match(r"\d+", file.name).group()) for file in store.iterdir() if _STATE_VERSION_FILE.match(file.name)]
+        versions = [
+            int(re.match(r"\d+", file.name).group()) for file in store.iterdir() if _STATE_VERSION_FILE.match(file.name)
+        ]
         assert min(versions) > 5, store
 
 
@@ -196,7 +198,9 @@ def test_checkpoint_v2_state_files_carry_the_unique_ids_of_the_commit_log(tree):
 @pytest.mark.parametrize("name", ROCKSDB_QUERIES)
 def test_rocksdb_commit_version_and_state_file_names_follow_the_checkpoint_format(tree, name):
     checkpoint = tree / name / "checkpoint"
-    commit_versions = {(checkpoint / "commits" / str(b)).read_text().split("\n")[0] for b in batch_ids(checkpoint / "commits")}
+    commit_versions = {
+        (checkpoint / "commits" / str(b)).read_text().split("\n")[0] for b in batch_ids(checkpoint / "commits")
+    }
     has_ids = any("_" in file for store in state_store_dirs(checkpoint) for file in state_files(store, "zip"))
     is_format_2 = _conf_of(name, "checkpointFormatVersion") == "2"
     assert (commit_versions, has_ids) == (({"v2"}, True) if is_format_2 else ({"v1"}, False))
@@ -215,7 +219,10 @@ def test_offset_log_records_the_state_store_conf_of_the_query(tree, name):
 def test_stream_stream_join_has_the_four_named_stores_per_partition(tree):
     stores = state_store_dirs(tree / "stream_stream_join" / "checkpoint")
     assert sorted({store.name for store in stores}) == [
-        "left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue",
+        "left-keyToNumValues",
+        "left-keyWithIndexToValue",
+        "right-keyToNumValues",
+        "right-keyWithIndexToValue",
     ]
     assert len(stores) == 8
 
@@ -294,8 +301,11 @@ def test_report_progress_agrees_with_the_offset_log(tree, name):
 def test_each_commit_announces_the_next_batch_watermark(tree, name):
     report = load_report(tree, name)
     watermarks = {e["batch_id"]: e["batch_watermark_ms"] for e in report["offset_log"]}
-    pairs = [(c["next_batch_watermark_ms"], watermarks[c["batch_id"] + 1])
-             for c in report["commit_log"] if c["batch_id"] + 1 in watermarks]
+    pairs = [
+        (c["next_batch_watermark_ms"], watermarks[c["batch_id"] + 1])
+        for c in report["commit_log"]
+        if c["batch_id"] + 1 in watermarks
+    ]
     assert pairs
     assert all(announced == used for announced, used in pairs)
 

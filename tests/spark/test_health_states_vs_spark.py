@@ -9,6 +9,7 @@ sync of each, the list (its row), the query page (its header), /metrics
 (ckptweb_checkpoint_status) and the alert rules (promtool test rules over the scraped
 ckptweb_checkpoint_condition samples) must all say the state the scenario built.
 """
+
 from __future__ import annotations
 
 import re
@@ -86,7 +87,6 @@ def promtool() -> str:
     return path
 
 
-
 @pytest.fixture
 def quick_thresholds(settings):
     settings.HEALTH_STOPPED_AFTER_SECONDS = QUIET_SECONDS
@@ -105,26 +105,43 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         # each batch, and ends by itself (stopping a running query may land inside a batch).
         for number in range(3):
             _write_event_file(checkpoint_roots / "stopped" / "input", number)
-        stopped = noop_sink(file_events(spark, checkpoint_roots / "stopped" / "input"), checkpoint_roots / "stopped", "health_stopped").trigger(
-            availableNow=True
-        ).start()
+        stopped = (
+            noop_sink(
+                file_events(spark, checkpoint_roots / "stopped" / "input"),
+                checkpoint_roots / "stopped",
+                "health_stopped",
+            )
+            .trigger(availableNow=True)
+            .start()
+        )
         queries.append(stopped)
         assert stopped.awaitTermination(240), "the availableNow query did not end within 240 s"
 
         slow = threading.Event()
+
         def count_then_maybe_wait(frame, batch_id: int) -> None:
             frame.count()  # every partition is read, so Spark commits every state store
             if slow.is_set():
                 time.sleep(SLOW_BATCH_SECONDS)
 
-        behind = windowed_agg_foreach_batch_query(spark, checkpoint_roots / "behind", "health_behind", rate, count_then_maybe_wait).trigger(
-            processingTime=FAST_TRIGGER
-        ).start()
-        running = windowed_agg_noop_query(spark, checkpoint_roots / "running", "health_running", rate).trigger(processingTime=RUNNING_TRIGGER).start()
+        behind = (
+            windowed_agg_foreach_batch_query(
+                spark, checkpoint_roots / "behind", "health_behind", rate, count_then_maybe_wait
+            )
+            .trigger(processingTime=FAST_TRIGGER)
+            .start()
+        )
+        running = (
+            windowed_agg_noop_query(spark, checkpoint_roots / "running", "health_running", rate)
+            .trigger(processingTime=RUNNING_TRIGGER)
+            .start()
+        )
         _write_event_file(checkpoint_roots / "idle" / "input", 0)
-        idle = noop_sink(file_events(spark, checkpoint_roots / "idle" / "input"), checkpoint_roots / "idle", "health_idle").trigger(
-            processingTime="500 milliseconds"
-        ).start()
+        idle = (
+            noop_sink(file_events(spark, checkpoint_roots / "idle" / "input"), checkpoint_roots / "idle", "health_idle")
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
         queries += [behind, running, idle]
 
         checkpoints = {
@@ -135,9 +152,14 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         # even the fast batches may not end early enough for the trigger to be learned from them
         # (learn_trigger_interval has its own tests).
         checkpoints["behind"] = make_checkpoint(
-            name="behind", url=str(checkpoint_roots / "behind" / "checkpoint"), sync_interval_seconds=5, expected_trigger_seconds=3,
+            name="behind",
+            url=str(checkpoint_roots / "behind" / "checkpoint"),
+            sync_interval_seconds=5,
+            expected_trigger_seconds=3,
         )
-        checkpoints["killed"] = make_checkpoint(name="killed", url=str(copy_checkpoint(OUR_FIXTURES / "killed_mid_batch" / "checkpoint", "killed")))
+        checkpoints["killed"] = make_checkpoint(
+            name="killed", url=str(copy_checkpoint(OUR_FIXTURES / "killed_mid_batch" / "checkpoint", "killed"))
+        )
         (checkpoint_roots / "nothing").mkdir()
         (checkpoint_roots / "nothing" / "notes.txt").write_text("not a checkpoint\n")
         checkpoints["nothing"] = make_checkpoint(name="nothing", url=str(checkpoint_roots / "nothing"))
@@ -145,7 +167,9 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         # A few batches on time, then every batch takes longer than the trigger.
         _wait_for(lambda: _batches_done(behind) >= 2, "three batches on time")
         slow.set()
-        copied = _copy_between_batches(running, checkpoint_roots / "running" / "checkpoint", checkpoint_roots / "copy" / "checkpoint")
+        copied = _copy_between_batches(
+            running, checkpoint_roots / "running" / "checkpoint", checkpoint_roots / "copy" / "checkpoint"
+        )
         checkpoints["copy"] = make_checkpoint(name="copy", url=str(copied))
         slow_from = _batches_done(behind) + 2
         _wait_for(lambda: _batches_done(behind) >= slow_from + 7, "eight batches slower than the trigger", timeout=300)
@@ -159,10 +183,23 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
             if query.isActive:
                 query.stop()
 
-    figures = {c.name: (c.trigger_interval_ms, c.typical_gap_ms, c.recent_batch_duration_ms, c.recent_input_rate, c.recent_process_rate)
-               for c in Checkpoint.objects.all()}
+    figures = {
+        c.name: (
+            c.trigger_interval_ms,
+            c.typical_gap_ms,
+            c.recent_batch_duration_ms,
+            c.recent_input_rate,
+            c.recent_process_rate,
+        )
+        for c in Checkpoint.objects.all()
+    }
     for name, expected in EXPECTED.items():
-        assert shown[name] == {"list": expected, "header": expected, "metrics": expected, "alerts": shown[name]["alerts"]}, (name, figures[name])
+        assert shown[name] == {
+            "list": expected,
+            "header": expected,
+            "metrics": expected,
+            "alerts": shown[name]["alerts"],
+        }, (name, figures[name])
         expected_alert = ALERT_OF_CONDITION.get(expected)
         if expected_alert:
             assert expected_alert in shown[name]["alerts"], (name, shown[name]["alerts"])
@@ -170,7 +207,9 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
 
 def _write_event_file(folder: Path, number: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{number}.json").write_text(f'{{"id": "e{number}", "event_time": "2024-01-01T00:00:0{number}Z", "value": {number}}}\n')
+    (folder / f"{number}.json").write_text(
+        f'{{"id": "e{number}", "event_time": "2024-01-01T00:00:0{number}Z", "value": {number}}}\n'
+    )
 
 
 def _copy_between_batches(query, source: Path, target: Path) -> Path:
@@ -200,8 +239,17 @@ def _states_shown(client, checkpoints: dict[str, Checkpoint], promtool: str, tmp
     for name, checkpoint in checkpoints.items():
         page = client.get(checkpoint.get_absolute_url()).content.decode()
         header = re.search(r'id="query-status" data-status="([^"]+)"', page).group(1)
-        metrics = [slug for slug in _slugs(samples) if checkpoint_sample(samples, "ckptweb_checkpoint_status", name, state=slug) == 1]
-        shown[name] = {"list": in_list.get(name), "header": header, "metrics": metrics[0] if len(metrics) == 1 else metrics, "alerts": firing[name]}
+        metrics = [
+            slug
+            for slug in _slugs(samples)
+            if checkpoint_sample(samples, "ckptweb_checkpoint_status", name, state=slug) == 1
+        ]
+        shown[name] = {
+            "list": in_list.get(name),
+            "header": header,
+            "metrics": metrics[0] if len(metrics) == 1 else metrics,
+            "alerts": firing[name],
+        }
     return shown
 
 
@@ -222,22 +270,34 @@ def _alerts_firing(samples: dict, names: list[str], promtool: str, tmp_path: Pat
         selector = ",".join(f'{key}="{val}"' for key, val in sorted({"job": "ckptweb", **found}.items()))
         series.append({"series": f"ckptweb_checkpoint_condition{{{selector}}}", "values": f"{int(value)}x40"})
         if value == 1 and found["state"] in ALERT_OF_CONDITION:
-            expected[ALERT_OF_CONDITION[found["state"]]].append(_expected_alert(ALERT_OF_CONDITION[found["state"]], found))
+            expected[ALERT_OF_CONDITION[found["state"]]].append(
+                _expected_alert(ALERT_OF_CONDITION[found["state"]], found)
+            )
     rules = REPO_DIR / "docs" / "prometheus" / "alerts.yml"
     tests = {
         "rule_files": [str(rules)],
         "evaluation_interval": "1m",
-        "tests": [{
-            "interval": "1m",
-            "input_series": series,
-            "alert_rule_test": [{"eval_time": "30m", "alertname": alert, "exp_alerts": cases} for alert, cases in expected.items()],
-        }],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "30m", "alertname": alert, "exp_alerts": cases} for alert, cases in expected.items()
+                ],
+            }
+        ],
     }
     (tmp_path / "health_test.yml").write_text(yaml.safe_dump(tests))
-    result = subprocess.run([promtool, "test", "rules", str(tmp_path / "health_test.yml")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [promtool, "test", "rules", str(tmp_path / "health_test.yml")], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return {
-        name: sorted(alert for alert, cases in expected.items() if any(case["exp_labels"]["checkpoint"] == name for case in cases))
+        name: sorted(
+            alert
+            for alert, cases in expected.items()
+            if any(case["exp_labels"]["checkpoint"] == name for case in cases)
+        )
         for name in names
     }
 
@@ -245,10 +305,14 @@ def _alerts_firing(samples: dict, names: list[str], promtool: str, tmp_path: Pat
 def _expected_alert(alert: str, labels: dict[str, str]) -> dict:
     """The alert as alerts.yml renders it for these labels (its templates use only these two)."""
     rule = next(
-        rule for group in yaml.safe_load((REPO_DIR / "docs" / "prometheus" / "alerts.yml").read_text())["groups"]
-        for rule in group["rules"] if rule.get("alert") == alert
+        rule
+        for group in yaml.safe_load((REPO_DIR / "docs" / "prometheus" / "alerts.yml").read_text())["groups"]
+        for rule in group["rules"]
+        if rule.get("alert") == alert
     )
-    render = lambda text: text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace("{{ $labels.query_name }}", labels.get("query_name", ""))  # noqa: E731
+    render = lambda text: text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace(
+        "{{ $labels.query_name }}", labels.get("query_name", "")
+    )  # noqa: E731
     return {
         "exp_labels": {"job": "ckptweb", **labels, **rule["labels"]},
         "exp_annotations": {key: render(value.strip()) for key, value in rule["annotations"].items()},

@@ -4,6 +4,7 @@ The query writes a checkpoint under the allowed root; ckptweb's live server take
 through /api/ingest/progress/ with a token; a sync of the checkpoint then meets the progress on
 the same (query id, batch id), and the batch page shows Spark's own figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,6 @@ def _wait_for(condition, what: str, timeout: float = 180) -> None:
         time.sleep(0.2)
 
 
-
 def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(
     spark, live_server, pipeline_token, checkpoint_roots, tmp_path
 ):
@@ -38,9 +38,11 @@ def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(
     spark.streams.addListener(listener)
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     rate = RateSpec(rows_per_batch=5, start_ms=FIXTURE_START_MS, advance_ms=1000)
-    query = windowed_agg_noop_query(spark, checkpoint_roots / "agg", "listener_e2e", rate).trigger(
-        processingTime="500 milliseconds"
-    ).start()
+    query = (
+        windowed_agg_noop_query(spark, checkpoint_roots / "agg", "listener_e2e", rate)
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
     try:
         _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= BATCHES - 1, "batches")
     finally:

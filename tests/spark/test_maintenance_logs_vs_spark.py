@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from spark.restart import read_output_rows, restart_twins, run_triggers, run_twins
 
 from pipelines.generate_fixtures import session_conf, write_dedup_input
 from pipelines.queries import FIXTURE_START_MS, RateSpec, file_source_dedup_query, json_file_sink, rate_events
+from spark.restart import read_output_rows, restart_twins, run_triggers, run_twins
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance.compaction import apply_compaction, plan_compaction
 from workers.checkpoint.maintenance.purge import apply_purge, plan_purge
@@ -59,7 +59,13 @@ def expire_and_restart(spark, tmp_path: Path) -> None:
     twin = run_twins(spark, file_source_dedup_builder, tmp_path, triggers=8, conf=KEEP_LOGS_CONF)
     checkpoint = CheckpointStorage(str(twin.maintained_checkpoint))
     sink = CheckpointStorage(str(twin.maintained / "output"))
-    options = {"compact_interval": 3, "min_batches_to_retain": 2, "cleanup_delay_seconds": 0, "quiet_seconds": 0, "now": time.time()}
+    options = {
+        "compact_interval": 3,
+        "min_batches_to_retain": 2,
+        "cleanup_delay_seconds": 0,
+        "quiet_seconds": 0,
+        "now": time.time(),
+    }
     plans = [
         (sink, plan_compaction(sink, None, checkpoint_storage=checkpoint, **options)),
         (checkpoint, plan_compaction(checkpoint, "sources/0", checkpoint_storage=checkpoint, **options)),
@@ -96,7 +102,15 @@ def test_a_compaction_file_written_for_a_changed_interval_lets_spark_go_on(spark
     twin = run_twins(spark, file_source_dedup_builder, tmp_path, triggers=3)
     assert log_names(twin.maintained_checkpoint / "sources/0") == ["0", "1", "2"]
     checkpoint = CheckpointStorage(str(twin.maintained_checkpoint))
-    plan = plan_compaction(checkpoint, "sources/0", checkpoint_storage=checkpoint, compact_interval=3, expire=False, quiet_seconds=0, now=time.time())
+    plan = plan_compaction(
+        checkpoint,
+        "sources/0",
+        checkpoint_storage=checkpoint,
+        compact_interval=3,
+        expire=False,
+        quiet_seconds=0,
+        now=time.time(),
+    )
     assert [w.path for w in plan.writes] == ["sources/0/2.compact"] and plan.is_allowed(), plan.preconditions
     apply_compaction(checkpoint, plan)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from spark.restart import last_committed_batch, restart_twins, run_twins
 
 from pipelines.queries import FIXTURE_START_MS, RateSpec, windowed_agg_file_sink_query
+from spark.restart import last_committed_batch, restart_twins, run_twins
 from workers.checkpoint.maintenance.cleanup import apply_cleanup, plan_cleanup
 from workers.checkpoint.maintenance.snapshot import apply_snapshot, plan_snapshot
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
@@ -53,7 +53,9 @@ def test_spark_reads_our_snapshot_and_restarts_from_it_with_the_control_s_output
     snapshot = plan_snapshot(storage, now=time.time(), quiet_seconds=0, min_chain=3, version=version)
     assert snapshot.is_allowed() and len(snapshot.writes) == 2
     apply_snapshot(storage, snapshot)
-    cleanup = plan_cleanup(storage, now=time.time(), quiet_seconds=0, min_versions_to_retain=1, keep_offsets_range=False)
+    cleanup = plan_cleanup(
+        storage, now=time.time(), quiet_seconds=0, min_versions_to_retain=1, keep_offsets_range=False
+    )
     assert cleanup.is_allowed() and cleanup.deletes
     apply_cleanup(storage, cleanup)
     for store in list_state_store_dirs(storage):
@@ -66,7 +68,9 @@ def test_spark_reads_our_snapshot_and_restarts_from_it_with_the_control_s_output
     restart_twins(spark, _windowed_counts, twin, 3, conf=conf)
 
 
-ROCKSDB_CONF = {"spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+ROCKSDB_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+}
 
 
 def test_a_rocksdb_checkpoint_cleaned_by_us_reads_and_restarts_like_the_control(spark, tmp_path):
@@ -74,12 +78,16 @@ def test_a_rocksdb_checkpoint_cleaned_by_us_reads_and_restarts_like_the_control(
     # (maintenance) is kept away, so the old zips and their SSTs are ours to delete.
     twin = run_twins(spark, _windowed_counts, tmp_path, TRIGGERS, conf=ROCKSDB_CONF)
     storage = CheckpointStorage(str(twin.maintained_checkpoint))
-    cleanup = plan_cleanup(storage, now=time.time(), quiet_seconds=0, min_versions_to_retain=1, keep_offsets_range=False)
+    cleanup = plan_cleanup(
+        storage, now=time.time(), quiet_seconds=0, min_versions_to_retain=1, keep_offsets_range=False
+    )
     assert cleanup.is_allowed() and any(d.path.endswith(".zip") for d in cleanup.deletes)
     apply_cleanup(storage, cleanup)
     last = last_committed_batch(twin.maintained)
     for store in list_state_store_dirs(storage):
-        assert sorted(int(f.name.split(".")[0]) for f in store.files if f.name.endswith(".zip")) == [last, last + 1], store.path
+        assert sorted(int(f.name.split(".")[0]) for f in store.files if f.name.endswith(".zip")) == [last, last + 1], (
+            store.path
+        )
 
     control_rows = _state_rows(spark, twin.control_checkpoint, last)
     assert control_rows and _state_rows(spark, twin.maintained_checkpoint, last) == control_rows

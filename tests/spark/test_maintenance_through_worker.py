@@ -12,6 +12,7 @@ order an operator shrinks such a history: snapshot, cleanup, purge, compact.
   left restarts in Spark with the control's output, and resuming the run finishes the plan: the
   files are then exactly those of an uninterrupted run.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,6 +60,8 @@ def _requests(last_batch: int) -> dict[str, dict]:
         "purge": {"keep_batches": 2},
         "compact": {"log": "sink", "min_batches_to_retain": 2, "cleanup_delay_seconds": 0},
     }
+
+
 # Kill points per action; snapshot has fewer steps than this and is killed at every one.
 KILL_POINTS_PER_ACTION = 16
 QUIET_SECONDS = 1
@@ -78,7 +81,12 @@ def _restart(spark, base: Path) -> tuple[tuple[int, ...], list[str]]:
     before = set((base / "output").glob("part-*"))
     run = run_triggers(spark, _windowed_counts, base, RESTART_TRIGGERS, conf=CONF)
     written = set((base / "output").glob("part-*")) - before
-    rows = [json.dumps(json.loads(line), sort_keys=True) for path in written for line in path.read_text().splitlines() if line]
+    rows = [
+        json.dumps(json.loads(line), sort_keys=True)
+        for path in written
+        for line in path.read_text().splitlines()
+        if line
+    ]
     return run.batch_ids, sorted(rows)
 
 
@@ -96,7 +104,9 @@ def _library_apply(base: Path, action: str, request: dict) -> int:
     """Apply ``action`` in-process; return how many steps (on_step calls) it took."""
     storage = CheckpointStorage(str(base / "checkpoint"))
     sink = CheckpointStorage(str(base / "output"))
-    plan = plan_action(action, storage, request, now=time.time(), quiet_seconds=0, sink_storage=sink, compact_interval=COMPACT_INTERVAL)
+    plan = plan_action(
+        action, storage, request, now=time.time(), quiet_seconds=0, sink_storage=sink, compact_interval=COMPACT_INTERVAL
+    )
     assert plan.is_allowed() and not plan.is_empty, (action, plan.summary, plan.failed_preconditions())
     steps = []
     apply_action(storage, plan, request, sink_storage=sink, on_step=lambda *step: steps.append(step))
@@ -125,7 +135,10 @@ def history(spark, tmp_path_factory):
 @pytest.fixture
 def worker_settings(settings):
     settings.MAINTENANCE_QUIET_SECONDS = QUIET_SECONDS
-    return {"CKPTWEB_MAINTENANCE_QUIET_SECONDS": str(QUIET_SECONDS), "CKPTWEB_MAINTENANCE_LEASE_SECONDS": str(LEASE_SECONDS)}
+    return {
+        "CKPTWEB_MAINTENANCE_QUIET_SECONDS": str(QUIET_SECONDS),
+        "CKPTWEB_MAINTENANCE_LEASE_SECONDS": str(LEASE_SECONDS),
+    }
 
 
 @pytest.fixture
@@ -134,7 +147,12 @@ def oncall_user(django_user_model):
 
 
 def _register(base: Path, name: str):
-    return make_checkpoint(name=name, url=str(base / "checkpoint"), sink_log_url=str(base / "output"), file_log_compact_interval=COMPACT_INTERVAL)
+    return make_checkpoint(
+        name=name,
+        url=str(base / "checkpoint"),
+        sink_log_url=str(base / "output"),
+        file_log_compact_interval=COMPACT_INTERVAL,
+    )
 
 
 def _planned_and_confirmed(checkpoint, action: str, request: dict, user) -> MaintenanceRun:
@@ -165,11 +183,22 @@ def test_every_action_through_the_worker_leaves_a_checkpoint_spark_restarts_with
     with celery_worker(redis_url_or_skip(), checkpoint_roots, env=worker_settings) as (queue, _):
         for action in ACTIONS:
             request = history["requests"][action]
-            run = MaintenanceRun.objects.create(checkpoint=checkpoint, action=action, parameters=request, requested_by=oncall_user)
+            run = MaintenanceRun.objects.create(
+                checkpoint=checkpoint, action=action, parameters=request, requested_by=oncall_user
+            )
             tasks.plan_maintenance.apply_async(args=[run.pk], queue=queue)
-            run = wait_for(lambda: MaintenanceRun.objects.exclude(status="planning").filter(pk=run.pk).first(), f"the {action} plan")
-            assert run.status == MaintenanceRun.Status.PLANNED, (action, run.plan_error, run.plan and run.plan["summary"])
-            run.confirm(oncall_user, reason=f"shrink the history: {action}", override_query_running=False, now=timezone.now())
+            run = wait_for(
+                lambda: MaintenanceRun.objects.exclude(status="planning").filter(pk=run.pk).first(),
+                f"the {action} plan",
+            )
+            assert run.status == MaintenanceRun.Status.PLANNED, (
+                action,
+                run.plan_error,
+                run.plan and run.plan["summary"],
+            )
+            run.confirm(
+                oncall_user, reason=f"shrink the history: {action}", override_query_running=False, now=timezone.now()
+            )
             tasks.run_maintenance.apply_async(args=[run.pk], queue=queue)
             run = _finished(run.pk)
             assert run.status == MaintenanceRun.Status.SUCCEEDED, (action, run.error)
@@ -204,11 +233,15 @@ def test_a_worker_killed_at_any_step_leaves_a_checkpoint_that_restarts_and_a_res
             failpoint.write_text(str(point))
             tasks.run_maintenance.apply_async(args=[run.pk], queue=queue)
             wait_for(lambda: not failpoint.exists(), f"the worker to reach step {point} of {name}")
-            pid = int(wait_for(lambda: MaintenanceRun.objects.get(pk=run.pk).worker, "the run's worker").rsplit(":", 1)[1])
+            pid = int(
+                wait_for(lambda: MaintenanceRun.objects.get(pk=run.pk).worker, "the run's worker").rsplit(":", 1)[1]
+            )
             wait_for(lambda: not _alive(pid), f"the worker process {pid} to die")
             assert MaintenanceRun.objects.get(pk=run.pk).status == MaintenanceRun.Status.RUNNING
 
-            _assert_restarts_like_the_control(spark, _copy(base, checkpoint_roots / f"{name}-restarted"), history["control"])
+            _assert_restarts_like_the_control(
+                spark, _copy(base, checkpoint_roots / f"{name}-restarted"), history["control"]
+            )
 
             time.sleep(LEASE_SECONDS)  # the dead worker's lease runs out
             assert run.pk in maintenance_runs.interrupted_run_ids()

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from pipelines.spark_metadata_logs import read_spark_metadata_log
 from workers.checkpoint import CheckpointStorage, read_metadata_log
 from workers.checkpoint.summary import summarize_checkpoint
@@ -78,7 +78,9 @@ def _relocated_output(output: Path, target: Path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("output", sorted(p.parent for p in OUR_FIXTURES.glob("*/output/_spark_metadata")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "output", sorted(p.parent for p in OUR_FIXTURES.glob("*/output/_spark_metadata")), ids=lambda p: p.parent.name
+)
 def test_sink_live_entries_equal_the_files_spark_reads_from_the_output(spark, output, tmp_path):
     copy = _relocated_output(output, tmp_path / "output")
     ours = _summary_of(copy / "_spark_metadata", "sink")

@@ -5,6 +5,7 @@ whether the query runs, draw every section with data (timeline, runtime charts, 
 runs, files, batches), and the state panel's "as of" must name the batch whose state it shows: the
 newest committed batch in the batch table, at the state version that batch wrote.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,16 +43,26 @@ def test_the_page_of_a_running_then_stopped_query_draws_every_section_and_dates_
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     django_user_model.objects.create_user("oncall", password="a-long-password")
     rate = RateSpec(rows_per_batch=5, start_ms=FIXTURE_START_MS, advance_ms=1000)
-    query = windowed_agg_noop_query(spark, checkpoint_roots / "paged", "paged", rate).trigger(
-        processingTime=f"{TRIGGER_SECONDS} seconds"
-    ).start()
+    query = (
+        windowed_agg_noop_query(spark, checkpoint_roots / "paged", "paged", rate)
+        .trigger(processingTime=f"{TRIGGER_SECONDS} seconds")
+        .start()
+    )
     try:
         checkpoint = make_checkpoint(
-            name="paged", url=str(checkpoint_roots / "paged" / "checkpoint"), sync_interval_seconds=5,
+            name="paged",
+            url=str(checkpoint_roots / "paged" / "checkpoint"),
+            sync_interval_seconds=5,
             expected_trigger_seconds=TRIGGER_SECONDS,
         )
-        wait_for(lambda: (query.lastProgress or {}).get("batchId", -1) >= BATCHES - 1, f"{BATCHES} batches", timeout=240)
-        wait_for(lambda: BatchProgress.objects.filter(run__run_id=query.runId).count() >= BATCHES, "the listener's progress", timeout=240)
+        wait_for(
+            lambda: (query.lastProgress or {}).get("batchId", -1) >= BATCHES - 1, f"{BATCHES} batches", timeout=240
+        )
+        wait_for(
+            lambda: BatchProgress.objects.filter(run__run_id=query.runId).count() >= BATCHES,
+            "the listener's progress",
+            timeout=240,
+        )
         sync_checkpoint(checkpoint.pk)
         log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
         running = _sections_shown(page, "running")
@@ -84,7 +95,9 @@ def _sections_shown(page, name: str) -> dict:
     # The state the panel shows is the newest committed batch's: version = batch + 1, in the table and the line.
     versions = [int(text) for text in page.locator("#state-stores tbody tr td:nth-child(5)").all_inner_texts()]
     as_of = page.inner_text("#state-as-of")
-    assert re.match(rf"As of batch {newest_committed} \(state version {newest_committed + 1}\), read \d+ s ago\.", as_of), as_of
+    assert re.match(
+        rf"As of batch {newest_committed} \(state version {newest_committed + 1}\), read \d+ s ago\.", as_of
+    ), as_of
     assert versions == [newest_committed + 1]
     SCREENSHOT_DIR.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT_DIR / f"query_page_{name}.png"), full_page=True)

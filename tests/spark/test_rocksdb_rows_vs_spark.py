@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
-from spark_state_rows import comparable_rows, spark_rows
 
+from fixture_paths import OUR_FIXTURES
 from pipelines.generate_fixtures import QUERY_NAMES, RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import stop_between_batches, windowed_agg_noop_query
+from spark_state_rows import comparable_rows, spark_rows
 from workers.checkpoint.logdir import list_batch_ids, read_commit
 from workers.checkpoint.rocksdbrows import read_rocksdb_rows
 from workers.checkpoint.rocksdbstate import list_rocksdb_store_files, state_unique_ids_by_version
@@ -49,7 +49,9 @@ UNTRACKED_BATCHES = 8
 
 
 def _is_format_2(storage: CheckpointStorage) -> bool:
-    return any(list_rocksdb_store_files(storage, store).checkpoint_format == 2 for store in list_state_store_dirs(storage))
+    return any(
+        list_rocksdb_store_files(storage, store).checkpoint_format == 2 for store in list_state_store_dirs(storage)
+    )
 
 
 def _spark_frame(spark, checkpoint: Path, batch_id: int, store: str, is_format_2: bool):
@@ -77,8 +79,15 @@ def _compare_batch(spark, checkpoint: Path, batch_id: int) -> int:
         assert count.rows == len(expected), (store.path, version, count.how)
         schema = find_store_schema(storage, store.operator, store.store)
         rows = sample_state_rows(
-            storage, store, version, limit=ALL_ROWS, key_schema=schema.key_schema, value_schema=schema.value_schema,
-            codec="lz4", row_checksum=False, unique_id=unique_id,
+            storage,
+            store,
+            version,
+            limit=ALL_ROWS,
+            key_schema=schema.key_schema,
+            value_schema=schema.value_schema,
+            codec="lz4",
+            row_checksum=False,
+            unique_id=unique_id,
         )
         assert comparable_rows(rows, schema) == expected, (store.path, version)
         frame.unpersist()
@@ -135,7 +144,8 @@ def test_with_row_tracking_off_the_zip_keys_are_iterated_and_equal_sparks_rows(s
     batches = list_batch_ids(storage, "commits")
     hows = [
         read_rocksdb_rows(storage, store, batch + 1, codec="lz4").how
-        for batch in batches[-BATCHES_COMPARED:] for store in list_state_store_dirs(storage)
+        for batch in batches[-BATCHES_COMPARED:]
+        for store in list_state_store_dirs(storage)
     ]
     # The path under test: some version loads from a zip whose numKeys is -1.
     assert any("numKeys -1" in how for how in hows), hows

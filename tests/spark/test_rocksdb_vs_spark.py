@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from pipelines.generate_fixtures import QUERY_CONF, RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import rate_dedup_noop_query, stop_between_batches, windowed_agg_noop_query
 from workers.checkpoint.logdir import read_commit
@@ -90,7 +90,9 @@ def run_a_few_batches(spark, base: Path, query_builder, conf: dict[str, str]) ->
             deadline = time.monotonic() + 180
             while (query.lastProgress or {}).get("batchId", -1) < FRESH_BATCHES - 1:
                 assert query.exception() is None, query.exception()
-                assert time.monotonic() < deadline, f"timed out after 180 s waiting for batch {FRESH_BATCHES - 1} of {base.name}"
+                assert time.monotonic() < deadline, (
+                    f"timed out after 180 s waiting for batch {FRESH_BATCHES - 1} of {base.name}"
+                )
                 time.sleep(0.05)
         finally:
             stop_between_batches(query, timeout_seconds=30)
@@ -104,7 +106,7 @@ def test_changelog_replays_from_version_0_count_the_rows_spark_reads_at_every_ba
     checkpoint = base / "checkpoint"
     claimed = our_claimed_counts(checkpoint)
     batches = committed_batches(checkpoint)
-    assert batches[: FRESH_BATCHES] == list(range(FRESH_BATCHES))
+    assert batches[:FRESH_BATCHES] == list(range(FRESH_BATCHES))
     # No zip was written, so every committed version of both partitions is counted by replay.
     assert {(batch + 1, partition) for batch in batches for partition in (0, 1)} <= claimed.keys()
     assert assert_claims_match_spark(spark, checkpoint, claimed) == 2 * len(batches)

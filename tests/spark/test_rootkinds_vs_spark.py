@@ -4,11 +4,18 @@ The rule of workers.checkpoint.rootkinds (metadata, offsets/ and commits/ exist 
 offsets/<N> only once a batch is planned; a file sink's _spark_metadata from the start) is read
 off a real query here: a file source on an empty folder never plans a batch.
 """
+
 from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import CheckpointStorage, RootKind, SinkOutputKind, classify_checkpoint_root, classify_sink_output
+from workers.checkpoint import (
+    CheckpointStorage,
+    RootKind,
+    SinkOutputKind,
+    classify_checkpoint_root,
+    classify_sink_output,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +23,8 @@ pytestmark = pytest.mark.spark
 def test_a_query_stopped_before_its_first_batch_is_a_checkpoint_not_started_with_a_sink_log(spark, tmp_path):
     (tmp_path / "input").mkdir()
     query = (
-        spark.readStream.schema("v string").json(str(tmp_path / "input"))
+        spark.readStream.schema("v string")
+        .json(str(tmp_path / "input"))
         .writeStream.format("json")
         .option("path", str(tmp_path / "output"))
         .option("checkpointLocation", str(tmp_path / "checkpoint"))

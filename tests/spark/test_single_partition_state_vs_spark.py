@@ -44,7 +44,8 @@ def _run_once(spark, tmp_path: Path, build) -> None:
     """Process what is in the input folder, restarting from the checkpoint if there is one."""
     result, mode = build(spark.readStream.schema("v string").json(str(tmp_path / "input")))
     query = (
-        result.writeStream.format("noop").outputMode(mode)
+        result.writeStream.format("noop")
+        .outputMode(mode)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)
         .start()

@@ -6,6 +6,7 @@ checkpointing) state. After each run a sync follows the new batches from the key
 every partition's rows must then equal what Spark's own reader returns at the newest committed
 batch, and the key set of a cold read of that version.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,8 @@ from factories import make_checkpoint
 from pipelines.generate_fixtures import RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import stop_between_batches, windowed_agg_noop_query
 from workers.checkpoint.logdir import list_batch_ids
-from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statefollow import read_state_keys
+from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import parse_state_keys
 from workers.checkpoint.statesummary import StateConf
 from workers.checkpoint.storage import CheckpointStorage
@@ -37,7 +38,9 @@ COMMON_CONF = {
     "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
 }
 PROVIDERS = {
-    "hdfs": {"spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"},
+    "hdfs": {
+        "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    },
     "rocksdb": ROCKSDB_CHANGELOG_CONF,
 }
 FIRST_BATCHES = 3
@@ -61,13 +64,19 @@ def _run_until(spark, base: Path, conf: dict[str, str], batch_id: int) -> None:
 
 def _spark_counts(spark, checkpoint: Path, batch_id: int) -> dict[int, int]:
     frame = spark.read.format("statestore").option("batchId", batch_id).load(str(checkpoint))
-    return {row["partition_id"]: row["count"] for row in frame.groupBy("partition_id").agg(F.count("*").alias("count")).collect()}
+    return {
+        row["partition_id"]: row["count"]
+        for row in frame.groupBy("partition_id").agg(F.count("*").alias("count")).collect()
+    }
 
 
 def _cold_rows(checkpoint: Path, version: int) -> dict[int, int]:
     storage = CheckpointStorage(str(checkpoint))
     conf = StateConf("lz4", False)
-    return {store.partition: read_state_keys(storage, store, version, conf=conf).rows for store in list_state_store_dirs(storage)}
+    return {
+        store.partition: read_state_keys(storage, store, version, conf=conf).rows
+        for store in list_state_store_dirs(storage)
+    }
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
@@ -110,7 +119,7 @@ MAX_BATCHES_TO_CLEANUP = 15
 def _as_of_line(client, checkpoint) -> str:
     page = client.get(checkpoint.get_absolute_url()).content.decode()
     start = page.index('id="state-as-of"')
-    return " ".join(page[page.index(">", start) + 1:page.index("</p>", start)].split())
+    return " ".join(page[page.index(">", start) + 1 : page.index("</p>", start)].split())
 
 
 def _decode_sample(client, partition, capture):
@@ -146,7 +155,9 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
         _run_until(spark, base, CLEANING_CONF, newest + 1)
         assert sync_checkpoint(live.pk).new_commits >= 1
         sync_checkpoint(copy.pk)
-    assert not list(first_files.glob(f"{first_version}.*")), f"Spark kept version {first_version} for {MAX_BATCHES_TO_CLEANUP} batches"
+    assert not list(first_files.glob(f"{first_version}.*")), (
+        f"Spark kept version {first_version} for {MAX_BATCHES_TO_CLEANUP} batches"
+    )
     newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
     partitions = list(live.state_partitions.order_by("partition"))
     assert {p.rows_version for p in partitions} == {newest + 1}
@@ -166,7 +177,9 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
     copy_line = _as_of_line(viewer_client, copy)
     assert copy_line.startswith(f"As of batch {FIRST_BATCHES - 1} (state version {first_version}), read ")
     assert "behind" not in copy_line
-    copy_sample = _decode_sample(viewer_client, max(copy_partitions, key=lambda p: p.rows), django_capture_on_commit_callbacks)
+    copy_sample = _decode_sample(
+        viewer_client, max(copy_partitions, key=lambda p: p.rows), django_capture_on_commit_callbacks
+    )
     assert (copy_sample.error, copy_sample.version) == ("", first_version)
 
 

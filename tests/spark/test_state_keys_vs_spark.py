@@ -15,11 +15,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 from py4j.java_gateway import JavaClass
 from pyspark.sql import functions as F
-from spark_state_rows import comparable_rows, spark_rows
 
+from fixture_paths import OUR_FIXTURES
+from spark_state_rows import comparable_rows, spark_rows
 from workers.checkpoint.logdir import list_batch_ids, read_offset_seq
 from workers.checkpoint.sparktypes import simple_string
 from workers.checkpoint.stateinventory import list_state_store_dirs
@@ -33,8 +33,13 @@ from workers.checkpoint.storage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 
-HDFS_FIXTURES = ("windowed_agg_file_sink", "file_source_dedup", "stream_stream_join", "killed_mid_batch",
-                 "hdfs_zstd_row_checksum")
+HDFS_FIXTURES = (
+    "windowed_agg_file_sink",
+    "file_source_dedup",
+    "stream_stream_join",
+    "killed_mid_batch",
+    "hdfs_zstd_row_checksum",
+)
 STATE_PACKAGE = "org.apache.spark.sql.execution.streaming.state."
 ALL_ROWS = 1_000_000
 
@@ -43,7 +48,11 @@ def _our_rows(storage, store_dir, version: int) -> list:
     conf = read_offset_seq(storage, list_batch_ids(storage, "offsets")[-1]).metadata.conf
     schema = find_store_schema(storage, store_dir.operator, store_dir.store)
     rows = sample_state_rows(
-        storage, store_dir, version, limit=ALL_ROWS, key_schema=schema.key_schema,
+        storage,
+        store_dir,
+        version,
+        limit=ALL_ROWS,
+        key_schema=schema.key_schema,
         value_schema=schema.value_schema,
         codec=conf.get("spark.sql.streaming.stateStore.compression.codec"),
         row_checksum=conf.get("spark.sql.streaming.stateStore.rowChecksum.enabled") == "true",
@@ -89,10 +98,12 @@ def _every_type_columns():
         (v - 2).cast("short").alias("k_short"),
         (v * -1000).cast("int").alias("k_int"),
         F.date_add(F.lit("2024-02-28").cast("date"), v.cast("int")).alias("k_date"),
-        (F.lit("2024-01-01 00:00:00").cast("timestamp_ntz")
-         + F.make_dt_interval(v, F.lit(0), F.lit(0), F.lit(0.5))).alias("k_ts_ntz"),
+        (
+            F.lit("2024-01-01 00:00:00").cast("timestamp_ntz") + F.make_dt_interval(v, F.lit(0), F.lit(0), F.lit(0.5))
+        ).alias("k_ts_ntz"),
         (v / 3).cast("decimal(10,2)").alias("k_dec"),
-        (F.lit("12345678901234567890.123456789").cast("decimal(38,9)") * (v - 3)).cast("decimal(38,9)")
+        (F.lit("12345678901234567890.123456789").cast("decimal(38,9)") * (v - 3))
+        .cast("decimal(38,9)")
         .alias("k_wide_dec"),
         (v / 7).cast("float").alias("k_float"),
         (v / 7).cast("double").alias("k_double"),
@@ -121,8 +132,11 @@ def _run_every_type_query(spark, checkpoint: Path) -> None:
         F.first(F.when(v % 2 == 1, v)).alias("maybe_null"),
     )
     query = (
-        aggregated.writeStream.format("noop").outputMode("update")
-        .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+        aggregated.writeStream.format("noop")
+        .outputMode("update")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
     )
     try:
         query.awaitTermination()
@@ -188,12 +202,17 @@ def _read_back_with_spark(spark, path: Path) -> list:
     for index in range(families.size()):
         family = families.apply(index)
         spec, user_key = family.keyStateEncoderSpec(), family.userKeyEncoderSchema()
-        result.append((
-            family.colFamilyName(), family.keySchemaId(), family.valueSchemaId(),
-            list(family.keySchema().fieldNames()), list(family.valueSchema().fieldNames()),
-            spec.get().json() if spec.isDefined() else None,
-            list(user_key.get().fieldNames()) if user_key.isDefined() else None,
-        ))
+        result.append(
+            (
+                family.colFamilyName(),
+                family.keySchemaId(),
+                family.valueSchemaId(),
+                list(family.keySchema().fieldNames()),
+                list(family.valueSchema().fieldNames()),
+                spec.get().json() if spec.isDefined() else None,
+                list(user_key.get().fieldNames()) if user_key.isDefined() else None,
+            )
+        )
     return result
 
 
@@ -201,7 +220,10 @@ def _as_read_by_us(path: Path) -> list:
     parsed = parse_state_schema_file(path.read_bytes(), source=path.name)
     return [
         (
-            f.col_family_name, f.key_schema_id, f.value_schema_id, list(f.key_schema.names),
+            f.col_family_name,
+            f.key_schema_id,
+            f.value_schema_id,
+            list(f.key_schema.names),
             list(f.value_schema.names),
             None if f.key_state_encoder_spec is None else json.dumps(f.key_state_encoder_spec, separators=(",", ":")),
             None if f.user_key_encoder_schema is None else list(f.user_key_encoder_schema.names),
@@ -210,8 +232,10 @@ def _as_read_by_us(path: Path) -> list:
     ]
 
 
-KEY_JSON = ('{"type":"struct","fields":[{"name":"k\\u0000é😀","type":"string","nullable":true,"metadata":{}},'
-            '{"name":"n","type":"long","nullable":false,"metadata":{}}]}')
+KEY_JSON = (
+    '{"type":"struct","fields":[{"name":"k\\u0000é😀","type":"string","nullable":true,"metadata":{}},'
+    '{"name":"n","type":"long","nullable":false,"metadata":{}}]}'
+)
 VALUE_JSON = '{"type":"struct","fields":[{"name":"total","type":"decimal(20,3)","nullable":true,"metadata":{"x":1}}]}'
 
 
@@ -252,8 +276,9 @@ def test_a_chunked_v2_schema_written_by_spark_reads_as_spark_reads_it(spark, tmp
     fields = ",".join(f'{{"name":"{n}","type":"long","nullable":true,"metadata":{{}}}}' for n in names)
     key_json = f'{{"type":"struct","fields":[{fields}]}}'
     path = tmp_path / "schema"
-    _write_schema_file(spark, "SchemaV2Writer", [_family(spark, "default", 0, 0, with_user_key=False,
-                                                         key_json=key_json)], path)
+    _write_schema_file(
+        spark, "SchemaV2Writer", [_family(spark, "default", 0, 0, with_user_key=False, key_json=key_json)], path
+    )
 
     parsed = parse_state_schema_file(path.read_bytes(), source="s")
 
@@ -264,7 +289,9 @@ def test_a_chunked_v2_schema_written_by_spark_reads_as_spark_reads_it(spark, tmp
 
 def test_operator_metadata_v2_written_by_spark_reads_back_field_for_field(spark, tmp_path):
     jvm = spark._jvm
-    paths = _scala_list(spark, ["file:/ckpt/state/0/_stateSchema/default/0_a", "file:/ckpt/state/0/_stateSchema/default/3_b"])
+    paths = _scala_list(
+        spark, ["file:/ckpt/state/0/_stateSchema/default/0_a", "file:/ckpt/state/0/_stateSchema/default/3_b"]
+    )
     store = _jvm_class(spark, "StateStoreMetadataV2")("default", 0, 5, paths)
     stores = spark.sparkContext._gateway.new_array(_jvm_class(spark, "StateStoreMetadataV2"), 1)
     stores[0] = store
@@ -286,8 +313,11 @@ def test_operator_metadata_v2_written_by_spark_reads_back_field_for_field(spark,
         ("default", 0, 5)
     ]
     assert parsed.state_store_info[0].state_schema_file_paths == (
-        "file:/ckpt/state/0/_stateSchema/default/0_a", "file:/ckpt/state/0/_stateSchema/default/3_b",
+        "file:/ckpt/state/0/_stateSchema/default/0_a",
+        "file:/ckpt/state/0/_stateSchema/default/3_b",
     )
     assert parsed.operator_properties == {
-        "timeMode": "NoTime", "outputMode": "Update", "stateVariables": [{"stateName": "countState"}]
+        "timeMode": "NoTime",
+        "outputMode": "Update",
+        "stateVariables": [{"stateName": "countState"}],
     }

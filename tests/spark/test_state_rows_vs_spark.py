@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from state_corpus import state_checkpoints
 
-from workers.checkpoint.lz4block import compress_lz4_block_stream
+from state_corpus import state_checkpoints
 from workers.checkpoint.logdir import list_batch_ids
+from workers.checkpoint.lz4block import compress_lz4_block_stream
+from workers.checkpoint.statefiles import parse_state_file
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import read_state_size
-from workers.checkpoint.statefiles import parse_state_file
 from workers.checkpoint.storage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
@@ -24,8 +24,11 @@ CHECKPOINTS = {root: settings for root, settings in state_checkpoints().items() 
 
 def _spark_rows(spark, root, batch_id: int, operator: int, store: str) -> dict[int, int]:
     frame = (
-        spark.read.format("statestore").option("batchId", batch_id).option("operatorId", operator)
-        .option("storeName", store).load(str(root))
+        spark.read.format("statestore")
+        .option("batchId", batch_id)
+        .option("operatorId", operator)
+        .option("storeName", store)
+        .load(str(root))
     )
     return {row["partition_id"]: row["count"] for row in frame.groupBy("partition_id").count().collect()}
 
@@ -39,7 +42,9 @@ def _our_rows(storage, stores, version: int, codec: str, row_checksum: bool) -> 
     return rows
 
 
-@pytest.mark.parametrize("root", list(CHECKPOINTS), ids=lambda root: root.parent.name if root.name == "checkpoint" else root.name)
+@pytest.mark.parametrize(
+    "root", list(CHECKPOINTS), ids=lambda root: root.parent.name if root.name == "checkpoint" else root.name
+)
 def test_rows_per_partition_equal_spark_s_state_reader_at_three_versions(spark, root):
     codec, row_checksum = CHECKPOINTS[root]
     storage = CheckpointStorage(str(root))
@@ -71,9 +76,10 @@ def test_a_snapshot_we_write_is_read_by_spark_with_the_same_rows(spark, tmp_path
                     records.pop(record.key, None)
                 else:
                     records[record.key] = record.value
-        content = b"".join(
-            len(k).to_bytes(4, "big") + k + len(v).to_bytes(4, "big") + v for k, v in records.items()
-        ) + b"\xff\xff\xff\xff"
+        content = (
+            b"".join(len(k).to_bytes(4, "big") + k + len(v).to_bytes(4, "big") + v for k, v in records.items())
+            + b"\xff\xff\xff\xff"
+        )
         (copy / store.path / f"{version}.snapshot").write_bytes(compress_lz4_block_stream(content, block_size=64))
         for name in (f"{version}.delta", f".{version}.delta.crc", f".{version}.snapshot.crc"):
             (copy / store.path / name).unlink(missing_ok=True)

@@ -1,7 +1,9 @@
 """The real browser of the UI tests: Debian's chromium driven by Playwright (never a downloaded one)."""
+
 from __future__ import annotations
 
 import pytest
+
 from ui_helpers import TEST_HOST, open_page
 
 

@@ -1,5 +1,6 @@
 """The API docs page (/api/docs/) in a real browser: Swagger UI shows every operation of the schema,
 runs one with the signed-in session, and loads nothing from outside the server."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -31,7 +32,9 @@ def wait_for(locator, what: str, requested: list[str]) -> None:
     try:
         locator.wait_for(timeout=WAIT_MS)
     except PlaywrightTimeoutError:
-        pytest.fail(f"Swagger UI did not show {what} within {WAIT_MS // 1000} s; the page requested {sorted(requested)}")
+        pytest.fail(
+            f"Swagger UI did not show {what} within {WAIT_MS // 1000} s; the page requested {sorted(requested)}"
+        )
 
 
 def test_the_docs_page_shows_every_operation_runs_one_and_loads_nothing_from_outside(

@@ -1,4 +1,5 @@
 """A real browser shows the query page before plotly.js has arrived, and drawing the charts moves nothing."""
+
 from __future__ import annotations
 
 import json
@@ -54,9 +55,13 @@ def test_the_query_page_is_shown_with_chart_placeholders_while_plotly_is_loading
 
     assert len(held) == 1
     assert sorted(waiting) == sorted(drawn) and len(drawn) >= 6  # timeline, heatmap, state metrics, 2 logs, files
-    assert {chart: box["placeholder"] for chart, box in waiting.items()} == {chart: '"Loading chart…"' for chart in drawn}
+    assert {chart: box["placeholder"] for chart, box in waiting.items()} == {
+        chart: '"Loading chart…"' for chart in drawn
+    }
     assert {chart: box["rendered"] for chart, box in drawn.items()} == {chart: "true" for chart in drawn}
-    assert {chart: box["height"] for chart, box in drawn.items()} == {chart: box["height"] for chart, box in waiting.items()}
+    assert {chart: box["height"] for chart, box in drawn.items()} == {
+        chart: box["height"] for chart, box in waiting.items()
+    }
 
 
 def test_a_chart_says_so_when_plotly_cannot_be_loaded(browser_page, live_server, dedup_checkpoint, django_user_model):
@@ -68,4 +73,6 @@ def test_a_chart_says_so_when_plotly_cannot_be_loaded(browser_page, live_server,
     page.wait_for_selector("#batch-timeline[data-rendered]")
 
     assert page.get_attribute("#batch-timeline", "data-rendered") == "error"
-    assert page.inner_text("#batch-timeline").startswith("Chart could not be loaded: plotly.js could not be loaded from /static/")
+    assert page.inner_text("#batch-timeline").startswith(
+        "Chart could not be loaded: plotly.js could not be loaded from /static/"
+    )

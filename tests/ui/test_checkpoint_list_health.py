@@ -2,6 +2,7 @@
 
 Each step is a URL (pushed by htmx), so the test also reloads one and checks the list it shows.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,12 @@ def _register_a_fleet() -> None:
     def checkpoint(name: str, seconds_ago: float, **figures) -> Checkpoint:
         query = StreamingQuery.objects.create(query_id=uuid.uuid4(), name=f"{name}_query")
         defaults = {
-            "latest_batch_id": 40, "latest_batch_at": now - timedelta(seconds=seconds_ago), "latest_committed_batch_id": 40,
-            "last_synced_at": now, "typical_gap_ms": 10_000, "state_providers": "hdfs",
+            "latest_batch_id": 40,
+            "latest_batch_at": now - timedelta(seconds=seconds_ago),
+            "latest_committed_batch_id": 40,
+            "last_synced_at": now,
+            "typical_gap_ms": 10_000,
+            "state_providers": "hdfs",
         }
         return Checkpoint.objects.create(name=name, url=f"/data/{name}", query=query, **{**defaults, **figures})
 
@@ -33,14 +38,18 @@ def _register_a_fleet() -> None:
     checkpoint("clicks", 20 * 60)
     checkpoint("refunds", 40 * 60, state_providers="rocksdb")
     stuck = checkpoint("ledger", 15 * 60, latest_batch_id=41)
-    Finding.objects.create(checkpoint=stuck, code="x", path="offsets/41", severity=Finding.Severity.WARNING, message="m")
+    Finding.objects.create(
+        checkpoint=stuck, code="x", path="offsets/41", severity=Finding.Severity.WARNING, message="m"
+    )
 
 
 def _names(page) -> list[str]:
     return page.locator("#checkpoint-table tbody tr").evaluate_all("rows => rows.map(row => row.dataset.checkpoint)")
 
 
-def test_an_on_call_engineer_follows_a_status_count_searches_filters_and_sorts(browser_page, live_server, django_user_model):
+def test_an_on_call_engineer_follows_a_status_count_searches_filters_and_sorts(
+    browser_page, live_server, django_user_model
+):
     from playwright.sync_api import expect
 
     django_user_model.objects.create_user("oncall", password="a-long-password")

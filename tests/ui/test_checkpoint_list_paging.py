@@ -1,4 +1,5 @@
 """A real browser pages through the checkpoint list, and the refreshing panel stays on the page shown."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,7 +11,9 @@ from ui_helpers import log_in
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_next_page_is_swapped_in_and_its_refresh_shows_a_new_checkpoint_on_it(browser_page, live_server, django_user_model):
+def test_the_next_page_is_swapped_in_and_its_refresh_shows_a_new_checkpoint_on_it(
+    browser_page, live_server, django_user_model
+):
     from playwright.sync_api import expect
 
     django_user_model.objects.create_user("oncall", password="a-long-password")

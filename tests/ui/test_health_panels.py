@@ -1,4 +1,5 @@
 """A real browser sees the compaction, state, integrity and inventory panels, and decodes state rows."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,9 @@ DEDUP = OUR_FIXTURES / "file_source_dedup"
 CHARTS = ("#batch-timeline", "#state-heatmap", "#inventory-growth", "#runtime-state-rows")
 
 
-def test_query_page_renders_every_panel_of_a_file_source_query(browser_page, live_server, copy_checkpoint, django_user_model):
+def test_query_page_renders_every_panel_of_a_file_source_query(
+    browser_page, live_server, copy_checkpoint, django_user_model
+):
     django_user_model.objects.create_user("oncall", password="a-long-password")
     base = copy_checkpoint(DEDUP)
     checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
@@ -53,7 +56,9 @@ def _open_first_partition(page, live_server, copy_checkpoint, django_user_model,
     page.click("#state-partitions a >> nth=0")
 
 
-def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, copy_checkpoint, django_user_model, eager_celery):
+def test_on_call_decodes_sample_rows_of_a_partition(
+    browser_page, live_server, copy_checkpoint, django_user_model, eager_celery
+):
     page = browser_page
     _open_first_partition(page, live_server, copy_checkpoint, django_user_model, DEDUP, "dedup")
     page.click("text=Decode sample rows")
@@ -66,7 +71,9 @@ def test_on_call_decodes_sample_rows_of_a_partition(browser_page, live_server, c
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition.png"), full_page=True)
 
 
-def test_on_call_decodes_sample_rows_of_a_rocksdb_partition(browser_page, live_server, copy_checkpoint, django_user_model, eager_celery):
+def test_on_call_decodes_sample_rows_of_a_rocksdb_partition(
+    browser_page, live_server, copy_checkpoint, django_user_model, eager_celery
+):
     page = browser_page
     fixture = OUR_FIXTURES / "rocksdb_checkpoint_v2_dedup"
     _open_first_partition(page, live_server, copy_checkpoint, django_user_model, fixture, "rocksdb dedup")

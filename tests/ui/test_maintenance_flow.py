@@ -1,4 +1,5 @@
 """On-call in a real browser: ask for a plan with the per-action form, read it, confirm it (or be refused), see the audit trail."""
+
 from __future__ import annotations
 
 import pytest
@@ -56,7 +57,9 @@ def test_on_call_plans_confirms_and_follows_a_purge(browser_page, live_server, o
     # Offsets and commits of batches 0..8, each with its Hadoop CRC.
     assert page.locator("#plan-deletes tbody tr").count() == 4 * (BATCHES - 3)
     assert page.locator("ul.preconditions li.failed").count() == 0
-    assert sorted(p.name for p in (directory / "offsets").iterdir() if p.name.isdigit()) == sorted(str(n) for n in range(BATCHES))
+    assert sorted(p.name for p in (directory / "offsets").iterdir() if p.name.isdigit()) == sorted(
+        str(n) for n in range(BATCHES)
+    )
     _screenshot(page, "maintenance_plan.png")
 
     page.fill("#id_reason", "offset log too long after the incident")
@@ -66,7 +69,9 @@ def test_on_call_plans_confirms_and_follows_a_purge(browser_page, live_server, o
     page.wait_for_selector("#run-status[data-status=succeeded]")
     assert page.get_attribute("#run-progress", "value") == "100"
     assert "freed" in page.inner_text("#run-result")
-    assert sorted(int(p.name) for p in (directory / "offsets").iterdir() if p.name.isdigit()) == list(range(BATCHES - 3, BATCHES))
+    assert sorted(int(p.name) for p in (directory / "offsets").iterdir() if p.name.isdigit()) == list(
+        range(BATCHES - 3, BATCHES)
+    )
     _screenshot(page, "maintenance_result.png")
 
     page.click("text=Audit trail")
@@ -76,7 +81,9 @@ def test_on_call_plans_confirms_and_follows_a_purge(browser_page, live_server, o
     assert "offset log too long after the incident" in entries
 
 
-def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defaults(browser_page, live_server, orders, oncall_user):
+def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defaults(
+    browser_page, live_server, orders, oncall_user
+):
     checkpoint, directory = orders
     for log in ("offsets", "commits"):
         for batch_id in range(PURGED_BEFORE):
@@ -112,7 +119,9 @@ def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defau
 
 def test_the_per_action_form_works_without_javascript(browser_page, live_server, orders, oncall_user, eager_celery):
     checkpoint, _ = orders
-    context = browser_page.context.browser.new_context(java_script_enabled=False, viewport={"width": 1400, "height": 1100})
+    context = browser_page.context.browser.new_context(
+        java_script_enabled=False, viewport={"width": 1400, "height": 1100}
+    )
     page = context.new_page()
     try:
         log_in(page, live_server.url, f"{checkpoint.get_absolute_url()}maintenance/", "oncall", "a-long-password")
@@ -128,7 +137,9 @@ def test_the_per_action_form_works_without_javascript(browser_page, live_server,
         context.close()
 
 
-def test_a_refused_confirmation_keeps_its_input_and_appears_in_the_audit_trail(browser_page, live_server, orders, oncall_user):
+def test_a_refused_confirmation_keeps_its_input_and_appears_in_the_audit_trail(
+    browser_page, live_server, orders, oncall_user
+):
     checkpoint, _ = orders
     run = checkpoint.maintenance_runs.create(action="purge", parameters={"keep_batches": 3}, requested_by=oncall_user)
     run = maintenance_runs.make_plan(run.pk)
@@ -153,4 +164,7 @@ def test_a_refused_confirmation_keeps_its_input_and_appears_in_the_audit_trail(b
     page.click("text=Audit trail")
     entries = page.inner_text("#audit-entries")
     assert "Refused" in entries
-    assert "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “offsets of the incident week”." in entries
+    assert (
+        "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “offsets of the incident week”."
+        in entries
+    )

@@ -1,4 +1,5 @@
 """Registering, archiving, restoring and removing checkpoints in a real browser (Debian's chromium)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,7 +45,9 @@ def _register(page, base_url: str, name: str, url: Path, sink: Path | None = Non
     page.wait_for_load_state()
 
 
-def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(browser_page, live_server, checkpoint_roots, copy_checkpoint, registrar):
+def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(
+    browser_page, live_server, checkpoint_roots, copy_checkpoint, registrar
+):
     (checkpoint_roots / "part-0.json").write_bytes(b"{}")
     (checkpoint_roots / "notes").mkdir()
     (checkpoint_roots / "notes" / "todo.txt").write_bytes(b"x")
@@ -54,9 +57,12 @@ def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(browse
     bad_checkpoints = {
         checkpoint_roots / "typo": "no such file or folder",
         checkpoint_roots / "part-0.json": "this is a file, not a checkpoint folder",
-        checkpoint_roots / "notes": "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint",
+        checkpoint_roots
+        / "notes": "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint",
         checkpoint_roots / "empty": "the folder is empty, not a Spark checkpoint",
-        checkpoint_roots / "orders" / "output": "this is a file sink's output (it holds _spark_metadata), not its checkpoint",
+        checkpoint_roots
+        / "orders"
+        / "output": "this is a file sink's output (it holds _spark_metadata), not its checkpoint",
     }
     bad_sinks = {
         checkpoint_roots / "typo": "no such folder",
@@ -77,7 +83,9 @@ def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(browse
     assert not AuditEntry.objects.exists()
 
 
-def test_a_query_that_ran_no_batch_is_registered_with_the_warning_on_its_page(browser_page, live_server, checkpoint_roots, registrar, eager_celery):
+def test_a_query_that_ran_no_batch_is_registered_with_the_warning_on_its_page(
+    browser_page, live_server, checkpoint_roots, registrar, eager_celery
+):
     fresh = checkpoint_roots / "fresh"
     for name in ("offsets", "commits"):
         (fresh / name).mkdir(parents=True)
@@ -102,7 +110,13 @@ def test_archive_restore_and_remove_from_the_checkpoint_page_each_confirmed_and_
     log_in(page, live_server.url, "/checkpoints/archived/", "rita", "a-long-password")
     assert "No checkpoint is archived." in page.inner_text("main")
     _screenshot(page, "archived_list_empty")
-    _register(page, live_server.url, "orders", checkpoint_roots / "orders" / "checkpoint", sink=checkpoint_roots / "orders" / "output")
+    _register(
+        page,
+        live_server.url,
+        "orders",
+        checkpoint_roots / "orders" / "checkpoint",
+        sink=checkpoint_roots / "orders" / "output",
+    )
     checkpoint = Checkpoint.objects.get()
     batches = checkpoint.batches.count()
     assert batches > 0  # the eager first sync ran

@@ -1,5 +1,6 @@
 """A real browser draws the Runtime charts with data and marks, zooms them together and opens a batch
 from a point; a checkpoint without progress shows the sentence instead of axes."""
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,9 @@ def restarted_dedup(copy_checkpoint):
             fields["runId"] = second_run
         BatchProgress.objects.store(progress_from_dict(fields, source="spark-report.json"), origin="listener")
     MaintenanceRun.objects.create(
-        checkpoint=checkpoint, action="snapshot", status=MaintenanceRun.Status.SUCCEEDED,
+        checkpoint=checkpoint,
+        action="snapshot",
+        status=MaintenanceRun.Status.SUCCEEDED,
         started_at=datetime.fromisoformat("2026-11-22T04:24:00.500+00:00"),
     )
     return checkpoint
@@ -64,7 +67,9 @@ def _unstick_nav(page) -> None:
     page.add_style_tag(content="nav.sections { position: static !important; }")
 
 
-def test_the_runtime_charts_draw_every_batch_with_the_marks_and_zoom_together(browser_page, live_server, restarted_dedup, django_user_model):
+def test_the_runtime_charts_draw_every_batch_with_the_marks_and_zoom_together(
+    browser_page, live_server, restarted_dedup, django_user_model
+):
     page = browser_page
     fetched = []
     page.on("request", lambda request: fetched.append(request.url) if "/charts/runtime.json" in request.url else None)
@@ -83,7 +88,9 @@ def test_the_runtime_charts_draw_every_batch_with_the_marks_and_zoom_together(br
         assert chart["rendered"] == "true", part
         assert chart["points"] and all(count > 0 for count in chart["points"]), part
         # Sink compactions at 2, 5, 8, 11, 14; the restart at 8; the maintenance run.
-        assert chart["marks"] == {"query restart": 1, "log compaction": 5, "maintenance run": 1, "state snapshot": 1}, part
+        assert chart["marks"] == {"query restart": 1, "log compaction": 5, "maintenance run": 1, "state snapshot": 1}, (
+            part
+        )
         assert chart["lines"] == 8, part
 
     rates = page.locator("#runtime-rates")
@@ -123,12 +130,16 @@ def test_the_runtime_section_fits_a_narrow_screen(browser_page, live_server, res
     page.locator("#runtime").screenshot(path=str(SCREENSHOT_DIR / "runtime-narrow.png"))
 
     # Whatever else the page holds, nothing of the Runtime section reaches past the screen's edge.
-    rights = page.evaluate("() => [...document.querySelectorAll('#runtime, #runtime *')].map(el => el.getBoundingClientRect().right)")
+    rights = page.evaluate(
+        "() => [...document.querySelectorAll('#runtime, #runtime *')].map(el => el.getBoundingClientRect().right)"
+    )
     assert page.locator("#runtime .chart[data-rendered=true]").count() == len(RUNTIME_CHARTS)
     assert max(rights) <= NARROW_PX
 
 
-def test_a_checkpoint_without_progress_shows_the_sentence_instead_of_axes(browser_page, live_server, copy_checkpoint, django_user_model):
+def test_a_checkpoint_without_progress_shows_the_sentence_instead_of_axes(
+    browser_page, live_server, copy_checkpoint, django_user_model
+):
     base = copy_checkpoint(DEDUP)
     checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"))
     sync_checkpoint(checkpoint.pk)
@@ -141,6 +152,8 @@ def test_a_checkpoint_without_progress_shows_the_sentence_instead_of_axes(browse
     page.locator("#runtime").screenshot(path=str(SCREENSHOT_DIR / "runtime-empty.png"))
 
     assert page.locator("#runtime .chart, #runtime svg").count() == 0
-    assert page.locator("#runtime-empty").inner_text().startswith(
-        "No progress received: add the ckptweb listener or register the Spark event-log folder."
+    assert (
+        page.locator("#runtime-empty")
+        .inner_text()
+        .startswith("No progress received: add the ckptweb listener or register the Spark event-log folder.")
     )

@@ -1,19 +1,25 @@
 """A real browser (Debian's chromium, driven by Playwright) logs in and sees the batch timeline."""
+
 from __future__ import annotations
 
 import pytest
 
 from factories import make_checkpoint
 from fixture_paths import SPARK_TEST_RESOURCES
-from workers.sync import sync_checkpoint
-
 from ui_helpers import SCREENSHOT_DIR
+from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(browser_page, live_server, copy_checkpoint, django_user_model):
+
+def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(
+    browser_page, live_server, copy_checkpoint, django_user_model
+):
     django_user_model.objects.create_user("oncall", password="a-long-password")
-    checkpoint = make_checkpoint(name="inconsistent", url=str(copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")))
+    checkpoint = make_checkpoint(
+        name="inconsistent",
+        url=str(copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")),
+    )
     sync_checkpoint(checkpoint.pk)
     page = browser_page
 
@@ -33,7 +39,9 @@ def test_on_call_engineer_logs_in_and_sees_the_batch_timeline(browser_page, live
     page.screenshot(path=str(SCREENSHOT_DIR / "timeline_page.png"), full_page=True)
 
 
-def test_the_open_query_page_shows_a_batch_the_worker_synced_later(browser_page, live_server, copy_checkpoint, django_user_model):
+def test_the_open_query_page_shows_a_batch_the_worker_synced_later(
+    browser_page, live_server, copy_checkpoint, django_user_model
+):
     django_user_model.objects.create_user("oncall", password="a-long-password")
     directory = copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")
     checkpoint = make_checkpoint(name="inconsistent", url=str(directory))

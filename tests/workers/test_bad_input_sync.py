@@ -8,13 +8,13 @@ The corpus itself is tests/bad_input_corpus.py.
 from __future__ import annotations
 
 import pytest
-from bad_input_corpus import KINDS, bad_input_corpus
 from django.urls import reverse
 from django.utils.html import escape
+
+from bad_input_corpus import KINDS, bad_input_corpus
+from dashboards.models import SyncRun
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
-
-from dashboards.models import SyncRun
 from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,6 @@ def _batch_ids_on_disk(directory) -> list[int]:
 def test_a_checkpoint_of_malformed_files_gets_one_issue_per_file_and_leaves_a_healthy_one_alone(
     copy_checkpoint, viewer_client
 ):
-
 
     damaged_dir = copy_checkpoint(HEALTHY, "damaged")
     for relpath, (corpus_id, _) in PLANTED.items():

@@ -1,4 +1,5 @@
 """workers.eventlogs: the event logs PySpark wrote, tailed into BatchProgress rows."""
+
 from __future__ import annotations
 
 import json

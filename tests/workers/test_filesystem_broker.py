@@ -2,6 +2,7 @@
 written, a damaged message that costs one message and not the consumer, exchange tables that are
 never seen empty.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ from kombu import Connection
 
 from ckptweb.filesystem_broker import Channel
 from embedded_broker import MESSAGES_PER_PUBLISHER, OLDEST_NAME, PAYLOAD_BYTES, broker_options, connect, publish
-
 
 HALF_WRITTEN = f"{OLDEST_NAME}_half.work.msg"
 
@@ -35,7 +35,9 @@ def test_a_consumer_reading_while_two_processes_publish_gets_every_message_whole
         publisher.join(timeout=60)
         assert publisher.exitcode == 0
 
-    expected = {(publisher, number, PAYLOAD_BYTES) for publisher in range(2) for number in range(MESSAGES_PER_PUBLISHER)}
+    expected = {
+        (publisher, number, PAYLOAD_BYTES) for publisher in range(2) for number in range(MESSAGES_PER_PUBLISHER)
+    }
     assert sorted(received) == sorted(expected)
     assert not os.listdir(tmp_path / "queue") and not os.listdir(tmp_path / "processed")
 
@@ -110,4 +112,3 @@ def test_bindings_from_several_connections_all_end_up_in_the_exchange_table(tmp_
     table = json.loads((tmp_path / "control" / "shared.exchange").read_bytes())
     assert sorted(row[2] for row in table) == ["first", "second", "third"]
     assert not [name for name in os.listdir(tmp_path / "control") if name.endswith(".tmp")]
-

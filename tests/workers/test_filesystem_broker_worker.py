@@ -1,6 +1,7 @@
 """A real Celery worker on the embedded default's broker survives what killed the one on kombu's
 stock filesystem transport: a message file read before its writer finished it.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,7 +23,9 @@ def test_a_worker_on_the_embedded_broker_survives_a_half_written_message_and_run
     redis_url_or_skip()  # the worker shares the PostgreSQL test database, as in the Redis leg
     broker_dir = tmp_path / "broker"
     options = broker_options(broker_dir)
-    checkpoint = make_checkpoint(url=str(copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent")))
+    checkpoint = make_checkpoint(
+        url=str(copy_checkpoint(SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"))
+    )
     worker_env = {"CKPTWEB_REDIS_URL": "", "CKPTWEB_BROKER_DIR": str(broker_dir)}
     with celery_worker("", checkpoint_roots, env=worker_env) as (queue, process):
         # kombu's stock filesystem transport dies on this file: "Unrecoverable error: JSONDecodeError".
@@ -32,7 +35,9 @@ def test_a_worker_on_the_embedded_broker_survives_a_half_written_message_and_run
 
         def finished_run_or_exited_worker():
             exited = process.poll() is not None
-            return exited or SyncRun.objects.filter(checkpoint=checkpoint).exclude(status=SyncRun.Status.RUNNING).first()
+            return (
+                exited or SyncRun.objects.filter(checkpoint=checkpoint).exclude(status=SyncRun.Status.RUNNING).first()
+            )
 
         wait_for(finished_run_or_exited_worker, "the worker to run the sync sent after the half-written message")
         assert process.poll() is None, "the worker exited (its output is printed above)"

@@ -3,6 +3,7 @@
 Expected figures were worked out by hand from the fixture files and agree with what Spark's own
 FileStreamSourceLog / FileStreamSinkLog read (tests/spark/test_metadata_logs_vs_spark.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,14 @@ def dedup(copy_checkpoint):
 def _logs(checkpoint: Checkpoint) -> list[tuple]:
     rows = MetadataLog.objects.filter(checkpoint=checkpoint).order_by("kind")
     return [
-        (log.kind, log.compact_interval, log.latest_batch_id, log.live_entries, log.latest_compact_bytes,
-         list(log.compact_files.values_list("batch_id", flat=True)))
+        (
+            log.kind,
+            log.compact_interval,
+            log.latest_batch_id,
+            log.live_entries,
+            log.latest_compact_bytes,
+            list(log.compact_files.values_list("batch_id", flat=True)),
+        )
         for log in rows
     ]
 
@@ -107,7 +114,9 @@ def test_an_unreadable_log_is_a_finding_until_it_reads_again(dedup, settings):
 
     log_file.write_bytes(good)
     checkpoint.refresh_from_db()
-    sync_checkpoint(checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS))
+    sync_checkpoint(
+        checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+    )
 
     assert not Finding.objects.open().filter(checkpoint=checkpoint).exists()
 
@@ -120,7 +129,10 @@ def test_state_partitions_are_stored_with_rows_at_the_restart_version(copy_check
     sync_checkpoint(checkpoint.pk)
 
     rows = list(StatePartition.objects.filter(checkpoint=checkpoint).for_panel())
-    assert [(r.operator, r.partition, r.store, r.provider) for r in rows] == [(0, 0, "default", "hdfs"), (0, 1, "default", "hdfs")]
+    assert [(r.operator, r.partition, r.store, r.provider) for r in rows] == [
+        (0, 0, "default", "hdfs"),
+        (0, 1, "default", "hdfs"),
+    ]
     report = json.loads((base / "spark-report.json").read_text())
     batch_5 = next(p for p in report["progress"] if p["batchId"] == 5)
     assert sum(r.rows for r in rows) == batch_5["stateOperators"][0]["numRowsTotal"]

@@ -6,6 +6,7 @@ pg_ctl, on a free port, as the postgres user when run as root) and drives ckptwe
 subprocesses: migrate, register, a real Celery worker. It plays celery beat itself, sending a sync
 every half second through the suite's Redis.
 """
+
 from __future__ import annotations
 
 import glob
@@ -50,7 +51,17 @@ class PrivateCluster:
 
     def start(self) -> None:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory}"
-        self._run("pg_ctl", "-D", str(self.directory / "data"), "-o", options, "-l", str(self.directory / "log"), "-w", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.directory / "data"),
+            "-o",
+            options,
+            "-l",
+            str(self.directory / "log"),
+            "-w",
+            "start",
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
@@ -80,7 +91,10 @@ def cluster():
     cluster.create()
     cluster.start()
     yield cluster
-    subprocess.run(_as_postgres([str(cluster.bin / "pg_ctl"), "-D", str(directory / "data"), "-m", "immediate", "stop"]), capture_output=True)
+    subprocess.run(
+        _as_postgres([str(cluster.bin / "pg_ctl"), "-D", str(directory / "data"), "-m", "immediate", "stop"]),
+        capture_output=True,
+    )
     shutil.rmtree(directory.parent, ignore_errors=True)
 
 
@@ -98,15 +112,24 @@ def test_syncs_resume_after_postgresql_restarts_and_nothing_written_meanwhile_is
     directory = roots / "q"
     write_batches(directory, range(100), read_template())
     env = {
-        **os.environ, "CKPTWEB_DATABASE_URL": cluster.url, "CKPTWEB_CHECKPOINT_ROOTS": str(roots),
-        "CKPTWEB_SYNC_LEASE_SECONDS": "3", "CKPTWEB_DATA_DIR": str(tmp_path / "var"),
+        **os.environ,
+        "CKPTWEB_DATABASE_URL": cluster.url,
+        "CKPTWEB_CHECKPOINT_ROOTS": str(roots),
+        "CKPTWEB_SYNC_LEASE_SECONDS": "3",
+        "CKPTWEB_DATA_DIR": str(tmp_path / "var"),
     }
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=REPO_DIR, env=env, check=True)
-    subprocess.run([*manage, "register_checkpoint", "q", str(directory)], cwd=REPO_DIR, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [*manage, "register_checkpoint", "q", str(directory)], cwd=REPO_DIR, env=env, check=True, capture_output=True
+    )
     checkpoint_id = 1  # the first row of the new database
 
-    with celery_worker(os.environ["CKPTWEB_REDIS_URL"], roots, env={"CKPTWEB_DATABASE_URL": cluster.url, "CKPTWEB_SYNC_LEASE_SECONDS": "3"}) as (
+    with celery_worker(
+        os.environ["CKPTWEB_REDIS_URL"],
+        roots,
+        env={"CKPTWEB_DATABASE_URL": cluster.url, "CKPTWEB_SYNC_LEASE_SECONDS": "3"},
+    ) as (
         queue,
         process,
     ):
@@ -128,5 +151,7 @@ def test_syncs_resume_after_postgresql_restarts_and_nothing_written_meanwhile_is
         print(f"current again {time.monotonic() - back:.1f} s after PostgreSQL restarted")
         assert process.poll() is None, "the worker must survive the database's restart"
 
-    assert cluster.query("SELECT count(*), count(DISTINCT batch_id), min(batch_id), max(batch_id) FROM dashboards_batch") == (110, 110, 0, 109)
+    assert cluster.query(
+        "SELECT count(*), count(DISTINCT batch_id), min(batch_id), max(batch_id) FROM dashboards_batch"
+    ) == (110, 110, 0, 109)
     assert cluster.query("SELECT count(*) FROM dashboards_syncrun WHERE status = 'running'") == (0,)

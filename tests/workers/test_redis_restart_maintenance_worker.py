@@ -16,6 +16,7 @@ while Redis is down).
 
 Printed: runs left in an unknown state (target 0) and seconds from the restart to the run's end.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,7 +33,11 @@ from factories import long_stateless_history, make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from redis_keys import queue_of_this_run
 from worker_process import (
-    Periodically, celery_app_sending_to, celery_worker, send_as_beat, wait_for,
+    Periodically,
+    celery_app_sending_to,
+    celery_worker,
+    send_as_beat,
+    wait_for,
 )
 from workers import tasks
 from workers.checkpoint import CheckpointStorage, summarize_checkpoint
@@ -69,12 +74,18 @@ def _worker_on(redis, checkpoint_roots: Path, settings, *, pool: str, lease_seco
         "CKPTWEB_QUEUE_MAINTENANCE": queue,  # where the resume task sends the runs it hands over
         "CKPTWEB_MAINTENANCE_LEASE_SECONDS": str(lease_seconds),
     }
-    with celery_app_sending_to(redis.url), celery_worker(redis.url, checkpoint_roots, pool=pool, env=env, queue=queue) as worker:
+    with (
+        celery_app_sending_to(redis.url),
+        celery_worker(redis.url, checkpoint_roots, pool=pool, env=env, queue=queue) as worker,
+    ):
         yield worker
 
 
 def _planned_through_the_pages(client, checkpoint) -> MaintenanceRun:
-    client.post(reverse("dashboards:maintenance-request", args=[checkpoint.pk]), {"action": "purge", "keep_batches": KEEP_BATCHES})
+    client.post(
+        reverse("dashboards:maintenance-request", args=[checkpoint.pk]),
+        {"action": "purge", "keep_batches": KEEP_BATCHES},
+    )
     run = MaintenanceRun.objects.get(checkpoint=checkpoint)
     run = wait_for(lambda: MaintenanceRun.objects.exclude(status="planning").filter(pk=run.pk).first(), "the plan")
     assert run.status == MaintenanceRun.Status.PLANNED, (run.plan_error, run.plan and run.plan["summary"])
@@ -103,7 +114,9 @@ def _progress_saves_held(run_id: int):
 
 def _a_backend_waits_for_a_lock() -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
         return cursor.fetchone()[0] > 0
 
 
@@ -122,7 +135,9 @@ def _files(directory: Path) -> set[str]:
 
 def _report(what: str, back: float) -> None:
     unknown = MaintenanceRun.objects.exclude(status__in=MaintenanceRun.FINAL_STATUSES).count()
-    print(f"{what}: runs left in an unknown state {unknown}; run ended {time.monotonic() - back:.1f} s after Redis restarted")
+    print(
+        f"{what}: runs left in an unknown state {unknown}; run ended {time.monotonic() - back:.1f} s after Redis restarted"
+    )
 
 
 def _assert_kept_exactly_what_the_plan_keeps(directory: Path, before: set[str], run: MaintenanceRun) -> None:
@@ -148,16 +163,23 @@ def test_a_run_executing_while_redis_restarts_empty_succeeds_and_keeps_exactly_w
     checkpoint = make_checkpoint(name="orders", url=str(long_history))
     before = _files(long_history)
     planned_deletes = 4 * (HISTORY_BATCHES - KEEP_BATCHES)
-    with _worker_on(private_redis, checkpoint_roots, settings, pool=pool, lease_seconds=EXECUTING_LEASE_SECONDS) as (queue, process):
+    with _worker_on(private_redis, checkpoint_roots, settings, pool=pool, lease_seconds=EXECUTING_LEASE_SECONDS) as (
+        queue,
+        process,
+    ):
         run = _planned_through_the_pages(oncall_client, checkpoint)
         _confirm_through_the_pages(oncall_client, run)
         wait_for(lambda: MaintenanceRun.objects.filter(pk=run.pk, status="running").exists(), "the purge to start")
-        beat = Periodically(BEAT_SECONDS, lambda: send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance))
+        beat = Periodically(
+            BEAT_SECONDS, lambda: send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance)
+        )
         with _progress_saves_held(run.pk) as held:
             deleted_before_outage = len(before - _files(long_history))
             private_redis.stop()
         # The lock is let go with Redis down: the worker saves its progress and deletes on.
-        sends_while_down = [send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance) for _ in range(3)]
+        sends_while_down = [
+            send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance) for _ in range(3)
+        ]
         time.sleep(OUTAGE_SECONDS)
         deleted_during_outage = len(before - _files(long_history)) - deleted_before_outage
         private_redis.start()
@@ -188,14 +210,19 @@ def test_a_run_confirmed_while_redis_is_down_is_sent_by_beats_resume_task_once_r
 ):
     checkpoint = make_checkpoint(name="orders", url=str(long_history))
     before = _files(long_history)
-    with _worker_on(private_redis, checkpoint_roots, settings, pool="prefork", lease_seconds=QUEUED_LEASE_SECONDS) as (queue, process):
+    with _worker_on(private_redis, checkpoint_roots, settings, pool="prefork", lease_seconds=QUEUED_LEASE_SECONDS) as (
+        queue,
+        process,
+    ):
         run = _planned_through_the_pages(oncall_client, checkpoint)
         private_redis.stop()
         messages = _confirm_through_the_pages(oncall_client, run)
         assert MaintenanceRun.objects.get(pk=run.pk).status == MaintenanceRun.Status.QUEUED
         private_redis.start()
         back = time.monotonic()
-        beat = Periodically(BEAT_SECONDS, lambda: send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance))
+        beat = Periodically(
+            BEAT_SECONDS, lambda: send_as_beat(private_redis.url, queue, tasks.resume_interrupted_maintenance)
+        )
         run = _finished_while_beat_plays(run.pk, beat)
         _report("confirmed during the outage", back)
         assert process.poll() is None, "the worker must survive the broker's restart"

@@ -5,6 +5,7 @@ on it, and the test playing celery beat: it sends a sync every half second, as b
 like beat it only logs a send that fails while Redis is down. New batches written during the
 outage are in the rows soon after Redis is back; the figure is printed.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,7 +38,9 @@ def test_syncs_resume_after_redis_restarts_and_nothing_written_meanwhile_is_miss
 
         private_redis.stop()
         write_batches(directory, range(100, 110), read_template())
-        sends_while_down = [send_as_beat(private_redis.url, queue, tasks.sync_checkpoint, checkpoint.pk) for _ in range(3)]
+        sends_while_down = [
+            send_as_beat(private_redis.url, queue, tasks.sync_checkpoint, checkpoint.pk) for _ in range(3)
+        ]
         private_redis.start()
         back = time.monotonic()
         wait_for(lambda: current(109), "a sync after Redis is back", timeout=120)

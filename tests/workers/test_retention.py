@@ -1,10 +1,11 @@
 """History retention (workers/retention.py): old sync runs are folded into totals so that the
 /metrics counters never drop, old inventory passes are thinned to one a day, and pruning is safe
 to repeat and to run twice at once."""
+
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -18,7 +19,7 @@ from workers import retention
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 COUNTERS = [
     ("ckptweb_sync_runs_total", {"status": "ok"}),
     ("ckptweb_sync_runs_total", {"status": "partial"}),
@@ -34,9 +35,14 @@ def _runs(checkpoint, *, days_ago: float, count: int, status=SyncRun.Status.OK, 
     started = NOW - timedelta(days=days_ago)
     SyncRun.objects.bulk_create(
         SyncRun(
-            checkpoint=checkpoint, started_at=started + timedelta(seconds=30 * n),
+            checkpoint=checkpoint,
+            started_at=started + timedelta(seconds=30 * n),
             finished_at=None if status == SyncRun.Status.RUNNING else started + timedelta(seconds=30 * n + 1),
-            status=status, list_calls=n % 3, info_calls=1, read_calls=n + 1, bytes_read=100 * (first_number + n),
+            status=status,
+            list_calls=n % 3,
+            info_calls=1,
+            read_calls=n + 1,
+            bytes_read=100 * (first_number + n),
         )
         for n in range(count)
     )
@@ -96,15 +102,27 @@ def test_the_history_kept_follows_the_setting(history, settings):
     settings.SYNC_HISTORY_DAYS = 9
     retention.prune_history(NOW)
     # Started 9 days ago or later: the partial (9 days ago, then 30 s apart) and failed runs stay.
-    assert sorted(set(SyncRun.objects.filter(checkpoint=checkpoint).values_list("status", flat=True))) == ["failed", "ok", "partial", "running"]
+    assert sorted(set(SyncRun.objects.filter(checkpoint=checkpoint).values_list("status", flat=True))) == [
+        "failed",
+        "ok",
+        "partial",
+        "running",
+    ]
     assert SyncTotal.objects.get(checkpoint=checkpoint, status="ok").runs == 40
 
 
 def _inventory_pass(checkpoint, taken_at: datetime, size: int) -> None:
     for path, kind in (("offsets", "offsets"), ("commits", "commits")):
         DirectoryInventory.objects.create(
-            checkpoint=checkpoint, taken_at=taken_at, path=path, kind=kind, files=size, size_bytes=size * 10,
-            small_files=size, list_requests=1, get_requests=size,
+            checkpoint=checkpoint,
+            taken_at=taken_at,
+            path=path,
+            kind=kind,
+            files=size,
+            size_bytes=size * 10,
+            small_files=size,
+            list_requests=1,
+            get_requests=size,
         )
 
 
@@ -136,7 +154,9 @@ def test_beat_prunes_the_history_every_hour(settings):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite runs one writer at a time")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite runs one writer at a time"
+)
 def test_two_prunes_at_once_fold_each_run_once(settings, monkeypatch):
     checkpoint = make_checkpoint(name="orders", url="/nowhere/orders")
     _runs(checkpoint, days_ago=10, count=400)

@@ -1,4 +1,5 @@
 """Which queue each task goes to (workers.routing through Celery's own router)."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,7 +54,8 @@ def test_an_explicit_queue_wins_over_the_routes():
 
 
 @pytest.mark.parametrize(
-    ("url", "scheme"), [("/data/x", "file"), ("file:///data/x", "file"), ("S3A://b/x", "s3"), ("s3://b/x", "s3"), ("abfs://c/x", "abfs")]
+    ("url", "scheme"),
+    [("/data/x", "file"), ("file:///data/x", "file"), ("S3A://b/x", "s3"), ("s3://b/x", "s3"), ("abfs://c/x", "abfs")],
 )
 def test_storage_scheme(url, scheme):
     assert storage_scheme(url) == scheme

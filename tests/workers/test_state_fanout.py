@@ -4,15 +4,17 @@ The one-pass count is checked against Spark's own state reader in tests/spark; h
 must reproduce it partition by partition, join exactly once, and survive redelivery, a newer
 scan and a partition that disappears.
 """
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
 
+from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG
+from bench.checkpoint_history import write_state_partitions
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
-from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
 from workers import tasks
 from workers.state_fanout import chunks_to_count, count_state_chunk, partition_chunks
 from workers.sync import sync_checkpoint
@@ -72,7 +74,11 @@ def test_a_full_pass_keeps_the_last_counts_until_the_chunks_have_counted_again(w
 
 
 def test_the_task_shell_queues_the_uncounted_chunks_of_the_scan_its_own_sync_started(wide_checkpoint, settings):
-    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = 2, 2, 0
+    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = (
+        2,
+        2,
+        0,
+    )
     checkpoint, _ = wide_checkpoint("own-chunks", 4)
     first_run, second_run = sync_checkpoint(checkpoint.pk), sync_checkpoint(checkpoint.pk)
     older, newer = StateScan.objects.filter(checkpoint=checkpoint).order_by("started_at")
@@ -130,12 +136,16 @@ def test_a_partition_deleted_before_its_chunk_runs_is_skipped(wide_checkpoint, s
     (chunk,) = StateScanChunk.objects.filter(scan__checkpoint=checkpoint)
     count_state_chunk(chunk.pk)
 
-    counted = set(StatePartition.objects.filter(checkpoint=checkpoint, rows__isnull=False).values_list("partition", flat=True))
+    counted = set(
+        StatePartition.objects.filter(checkpoint=checkpoint, rows__isnull=False).values_list("partition", flat=True)
+    )
     assert counted == {0, 2}
     assert StateScan.objects.get(checkpoint=checkpoint).finished_at is not None
 
 
-@pytest.mark.parametrize(("partitions", "size", "expected"), [(0, 3, []), (5, 2, [[[0, 0], [0, 1]], [[0, 2], [0, 3]], [[0, 4]]])])
+@pytest.mark.parametrize(
+    ("partitions", "size", "expected"), [(0, 3, []), (5, 2, [[[0, 0], [0, 1]], [[0, 2], [0, 3]], [[0, 4]]])]
+)
 def test_partitions_are_cut_into_ordered_chunks_without_repeats(partitions, size, expected):
     class Summary:
         def __init__(self, partition, store):

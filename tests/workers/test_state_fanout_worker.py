@@ -2,16 +2,18 @@
 
 Redis and PostgreSQL, as the README's test command runs them; skipped on the SQLite leg.
 """
+
 from __future__ import annotations
 
 import contextlib
 
 import pytest
 
+from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG
+from bench.checkpoint_history import write_state_partitions
 from dashboards.models import StatePartition, StateScan, StateScanChunk
 from factories import make_checkpoint
 from redis_keys import queue_of_this_run
-from bench.checkpoint_history import TEMPLATE_CHECKPOINT as WINDOWED_AGG, write_state_partitions
 from worker_process import celery_worker, redis_url_or_skip, wait_for
 from workers import tasks
 from workers.sync import sync_checkpoint
@@ -53,7 +55,12 @@ def test_a_thousand_partitions_are_counted_by_two_workers_and_joined(copy_checkp
             timeout=300,
         )
 
-    assert (scan.partitions, scan.chunks, scan.chunks_done, scan.error_count) == (PARTITIONS, PARTITIONS // CHUNK, PARTITIONS // CHUNK, 0)
+    assert (scan.partitions, scan.chunks, scan.chunks_done, scan.error_count) == (
+        PARTITIONS,
+        PARTITIONS // CHUNK,
+        PARTITIONS // CHUNK,
+        0,
+    )
     rows = dict(StatePartition.objects.filter(checkpoint=checkpoint).values_list("partition", "rows"))
     assert rows == {partition: expected[source] for partition, source in sources.items()}
     workers_used = set(StateScanChunk.objects.filter(scan=scan).values_list("worker", flat=True))

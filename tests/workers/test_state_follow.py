@@ -6,6 +6,7 @@ pass (the listing and cold read of every partition, itself checked against Spark
 source in tests/spark) finds for the same files; and once a partition's key set is kept, a sync
 that follows one new batch reads only that version's files.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -25,12 +26,28 @@ from workers.sync import sync_checkpoint
 pytestmark = pytest.mark.django_db
 
 FIGURES = (
-    "operator", "partition", "store", "provider", "latest_version", "snapshot_version", "delta_chain",
-    "load_files", "load_bytes", "bytes_on_disk", "rows", "rows_version", "note",
+    "operator",
+    "partition",
+    "store",
+    "provider",
+    "latest_version",
+    "snapshot_version",
+    "delta_chain",
+    "load_files",
+    "load_bytes",
+    "bytes_on_disk",
+    "rows",
+    "rows_version",
+    "note",
 )
 # The fixtures' newest batches are 8 to 11; the state versions they commit are 9 to 12.
 HELD_BACK = (10, 11)
-FOLLOWED_FIXTURES = ("windowed_agg_file_sink", "rocksdb_changelog_agg", "rocksdb_checkpoint_v2_dedup", "stream_stream_join")
+FOLLOWED_FIXTURES = (
+    "windowed_agg_file_sink",
+    "rocksdb_changelog_agg",
+    "rocksdb_checkpoint_v2_dedup",
+    "stream_stream_join",
+)
 
 
 @pytest.fixture
@@ -117,10 +134,13 @@ def test_new_deltas_and_snapshots_move_the_versions_delta_chain_restart_load_and
     assert _figures(checkpoint) == _full_pass_figures(checkpoint)
 
 
-@pytest.mark.parametrize(("name", "changes", "snapshots"), [
-    ("windowed_agg_file_sink", "12.delta", "12.snapshot"),
-    ("rocksdb_changelog_agg", "12.changelog", "12.zip"),
-])
+@pytest.mark.parametrize(
+    ("name", "changes", "snapshots"),
+    [
+        ("windowed_agg_file_sink", "12.delta", "12.snapshot"),
+        ("rocksdb_changelog_agg", "12.changelog", "12.zip"),
+    ],
+)
 def test_a_sync_that_follows_one_new_batch_reads_only_that_versions_files(held_back, name, changes, snapshots):
     checkpoint, root, aside = held_back(name)
     _give_back(checkpoint, root, aside, 10)  # the first follow reads cold and keeps the key sets

@@ -1,4 +1,5 @@
 """workers.sync on the real database and real checkpoint files (copies of Spark-written ones)."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,11 @@ def test_first_sync_stores_every_batch_and_marks_the_one_without_commit(copy_che
     checkpoint.refresh_from_db()
     assert _batch_ids(checkpoint) == [0, 1, 2, 4]
     assert list(checkpoint.batches.uncommitted().values_list("batch_id", flat=True)) == [4]
-    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (4, 2, 1)
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (
+        4,
+        2,
+        1,
+    )
     assert str(checkpoint.query.query_id) == "d4358946-170c-49a7-823b-d8e4e9126616"
     assert run.status == SyncRun.Status.OK
     assert (run.new_batches, run.new_commits) == (4, 3)
@@ -219,7 +224,15 @@ def test_synced_rows_equal_what_spark_read_from_each_pyspark_fixture(copy_checkp
 
     committed = {entry["batch_id"]: entry["next_batch_watermark_ms"] for entry in report["commit_log"]}
     expected = [
-        (e["batch_id"], e["batch_timestamp_ms"], e["batch_watermark_ms"], e["conf"], e["offsets"], e["batch_id"] in committed, committed.get(e["batch_id"]))
+        (
+            e["batch_id"],
+            e["batch_timestamp_ms"],
+            e["batch_watermark_ms"],
+            e["conf"],
+            e["offsets"],
+            e["batch_id"] in committed,
+            committed.get(e["batch_id"]),
+        )
         for e in report["offset_log"]
     ]
     rows = checkpoint.batches.order_by("batch_id").values_list(

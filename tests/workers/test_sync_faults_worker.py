@@ -1,5 +1,6 @@
 """A worker SIGKILLed in the middle of a long sync: nothing is lost, nothing stored twice, and the
 run it left is marked failed by the sync that takes over once its lease has expired."""
+
 from __future__ import annotations
 
 import os
@@ -55,5 +56,7 @@ def test_a_sync_killed_between_chunks_is_finished_by_the_next_one(checkpoint_roo
     assert dead.status == SyncRun.Status.FAILED and "worker stopped" in dead.message
     checkpoint.refresh_from_db()
     assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (
-        BATCHES + 1, BATCHES - 1, 2,
+        BATCHES + 1,
+        BATCHES - 1,
+        2,
     )

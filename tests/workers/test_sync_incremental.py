@@ -3,6 +3,7 @@
 Histories are written by bench/checkpoint_history.py from the newest entries of a PySpark-written
 fixture, so every file is one Spark wrote (under a new batch id).
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -175,7 +176,7 @@ def test_the_checkpoint_page_shows_each_syncs_kind_and_call_counts(history, view
 
     page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
 
-    table = page[page.index('id="sync-runs"'):]
+    table = page[page.index('id="sync-runs"') :]
     assert "probe of the next names" in table and "full listing" in table
     # The probe's row: kind, 2 new batches, 2 new commits, 0 LIST, 0 INFO, 5 reads.
     assert "<td>probe of the next names</td><td>2</td><td>2</td><td>0</td><td>0</td><td>5</td>" in table
@@ -187,7 +188,9 @@ def test_a_long_reconcile_stores_its_batches_in_chunks_and_loses_none(history, m
     write_batches(directory, range(10, 13), read_template(), committed=False)
     stored_per_chunk = []
     store_chunk = sync._store_chunk
-    monkeypatch.setattr(sync, "_store_chunk", lambda *args: (store_chunk(*args), stored_per_chunk.append(Batch.objects.count())))
+    monkeypatch.setattr(
+        sync, "_store_chunk", lambda *args: (store_chunk(*args), stored_per_chunk.append(Batch.objects.count()))
+    )
 
     run = sync_checkpoint(checkpoint.pk)
 
@@ -197,7 +200,11 @@ def test_a_long_reconcile_stores_its_batches_in_chunks_and_loses_none(history, m
         (batch_id, batch_id < 10) for batch_id in range(13)
     ]
     assert (run.status, run.new_batches, run.new_commits) == (SyncRun.Status.OK, 13, 10)
-    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (12, 9, 3)
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id, checkpoint.uncommitted_batch_count) == (
+        12,
+        9,
+        3,
+    )
 
 
 def test_a_reconcile_that_fails_after_some_chunks_is_finished_by_the_next_sync(history, monkeypatch):

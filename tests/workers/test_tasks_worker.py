@@ -1,4 +1,5 @@
 """A real Celery worker process, on Redis and the test database, runs the sync task."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,7 +25,9 @@ def test_the_worker_syncs_a_checkpoint_sent_through_redis(worker, copy_checkpoin
 
     tasks.sync_checkpoint.apply_async(args=[checkpoint.pk], queue=worker)
 
-    run = wait_for(lambda: SyncRun.objects.filter(checkpoint=checkpoint).exclude(status=SyncRun.Status.RUNNING).first(), "the sync")
+    run = wait_for(
+        lambda: SyncRun.objects.filter(checkpoint=checkpoint).exclude(status=SyncRun.Status.RUNNING).first(), "the sync"
+    )
     assert run.status == SyncRun.Status.OK
     assert run.worker.startswith("celery@")
     assert list(checkpoint.batches.order_by("batch_id").values_list("batch_id", flat=True)) == [0, 1, 2, 4]

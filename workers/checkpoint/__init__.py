@@ -5,19 +5,8 @@ parsers take bytes and a ``source`` name and return frozen dataclasses named aft
 classes; every problem is a ``CheckpointError`` whose message starts with the file's path.
 """
 
+from .client import BatchView, CheckpointView, CheckpointViewClient, ServerRefusedError, ServerUnavailableError
 from .commits import COMMIT_LOG_MAX_VERSION, CommitMetadata, parse_commit
-from .errors import (
-    CheckpointError,
-    CorruptFileError,
-    IncompleteLogFileError,
-    MissingFileError,
-    NotACheckpointError,
-    PathNotAllowedError,
-    StorageError,
-    TruncatedFileError,
-    UnsupportedCodecError,
-    UnsupportedVersionError,
-)
 from .compactible import (
     COMPACTIBLE_LOG_MAX_VERSION,
     FileEntry,
@@ -31,6 +20,31 @@ from .compactible import (
     plan_expired_files,
     valid_batches_before_compaction,
 )
+from .errors import (
+    CheckpointError,
+    CorruptFileError,
+    IncompleteLogFileError,
+    MissingFileError,
+    NotACheckpointError,
+    PathNotAllowedError,
+    StorageError,
+    TruncatedFileError,
+    UnsupportedCodecError,
+    UnsupportedVersionError,
+)
+from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
+from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
+
+# Inventory and integrity
+from .inventory import (
+    LIST_PAGE_KEYS,
+    SMALL_FILE_BYTES,
+    DirectoryInventory,
+    TreeListing,
+    build_inventory,
+    list_tree,
+    take_inventory,
+)
 from .layout import (
     COMMITS_DIR,
     METADATA_FILE,
@@ -40,6 +54,10 @@ from .layout import (
 )
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from .logfile import LogFile, parse_log_file
+
+# State stores (HDFSBackedStateStoreProvider files, schemas, UnsafeRow)
+from .lz4block import DEFAULT_BLOCK_SIZE, compress_lz4_block_stream, decompress_lz4_block_stream, iter_lz4_blocks
+from .metadata import StreamMetadata, parse_stream_metadata
 from .metadatalog import (
     DEFAULT_COMPACT_INTERVAL,
     SINK_LOG_DIR,
@@ -48,7 +66,6 @@ from .metadatalog import (
     read_metadata_log,
     sink_log_location,
 )
-from .metadata import StreamMetadata, parse_stream_metadata
 from .offsets import (
     OFFSET_LOG_MAX_VERSION,
     SERIALIZED_VOID_OFFSET,
@@ -56,68 +73,8 @@ from .offsets import (
     OffsetSeqMetadata,
     parse_offset_seq,
 )
-from .storage import (
-    MAX_LOG_FILE_BYTES,
-    CheckpointStorage,
-    FileInfo,
-    StorageCalls,
-    check_allowed,
-)
-from .rootkinds import (
-    CheckpointRoot,
-    RootKind,
-    SinkOutput,
-    SinkOutputKind,
-    classify_checkpoint_root,
-    classify_sink_output,
-)
-from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
-# State stores (HDFSBackedStateStoreProvider files, schemas, UnsafeRow)
-from .lz4block import DEFAULT_BLOCK_SIZE, compress_lz4_block_stream, decompress_lz4_block_stream, iter_lz4_blocks
-from .statecodec import DEFAULT_CODEC, MAX_STATE_FILE_BYTES, decompress_state_file, normalize_codec_name
-from .statefiles import StateRecord, iter_state_records, parse_state_file
-from .stateinventory import (
-    DEFAULT_STORE_NAME,
-    HdfsStateFile,
-    HdfsStoreSummary,
-    StateFileInfo,
-    StateStoreDir,
-    detect_provider,
-    files_for_version,
-    list_partition_stores,
-    list_state_store_dirs,
-    parse_hdfs_state_files,
-    summarize_hdfs_store,
-)
-from .staterows import StateSize, measure_state, read_state_size
-from .sparktypes import (
-    ArrayType,
-    AtomicType,
-    DataType,
-    DecimalType,
-    MapType,
-    StructField,
-    StructType,
-    UserDefinedType,
-    parse_struct_type,
-    simple_string,
-)
-from .stateschema import (
-    OPERATOR_METADATA_MAX_VERSION,
-    STATE_SCHEMA_MAX_VERSION,
-    OperatorInfo,
-    OperatorStateMetadata,
-    StateSchemaFile,
-    StateStoreColFamilySchema,
-    StateStoreMetadata,
-    StoreSchema,
-    find_operator_state_metadata,
-    find_store_schema,
-    parse_operator_state_metadata,
-    parse_state_schema_file,
-)
-from .unsaferow import decode_unsafe_row
-from .statesample import DecodedStateRow, load_state_rows, sample_state_rows, versions_on_storage
+from .probe import MAX_PROBES_PER_SYNC, iter_next_entries
+
 # Runtime metrics: progress events, event logs
 from .progress import (
     ListenerEvent,
@@ -134,20 +91,66 @@ from .progress import (
     parse_streaming_query_progress,
     progress_from_dict,
 )
-from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
-# Inventory and integrity
-from .inventory import (
-    LIST_PAGE_KEYS,
-    SMALL_FILE_BYTES,
-    DirectoryInventory,
-    TreeListing,
-    build_inventory,
-    list_tree,
-    take_inventory,
+from .rootkinds import (
+    CheckpointRoot,
+    RootKind,
+    SinkOutput,
+    SinkOutputKind,
+    classify_checkpoint_root,
+    classify_sink_output,
 )
-from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
-from .probe import MAX_PROBES_PER_SYNC, iter_next_entries
-from .client import BatchView, CheckpointView, CheckpointViewClient, ServerRefusedError, ServerUnavailableError
+from .sparktypes import (
+    ArrayType,
+    AtomicType,
+    DataType,
+    DecimalType,
+    MapType,
+    StructField,
+    StructType,
+    UserDefinedType,
+    parse_struct_type,
+    simple_string,
+)
+from .statecodec import DEFAULT_CODEC, MAX_STATE_FILE_BYTES, decompress_state_file, normalize_codec_name
+from .statefiles import StateRecord, iter_state_records, parse_state_file
+from .stateinventory import (
+    DEFAULT_STORE_NAME,
+    HdfsStateFile,
+    HdfsStoreSummary,
+    StateFileInfo,
+    StateStoreDir,
+    detect_provider,
+    files_for_version,
+    list_partition_stores,
+    list_state_store_dirs,
+    parse_hdfs_state_files,
+    summarize_hdfs_store,
+)
+from .staterows import StateSize, measure_state, read_state_size
+from .statesample import DecodedStateRow, load_state_rows, sample_state_rows, versions_on_storage
+from .stateschema import (
+    OPERATOR_METADATA_MAX_VERSION,
+    STATE_SCHEMA_MAX_VERSION,
+    OperatorInfo,
+    OperatorStateMetadata,
+    StateSchemaFile,
+    StateStoreColFamilySchema,
+    StateStoreMetadata,
+    StoreSchema,
+    find_operator_state_metadata,
+    find_store_schema,
+    parse_operator_state_metadata,
+    parse_state_schema_file,
+)
+from .storage import (
+    MAX_LOG_FILE_BYTES,
+    CheckpointStorage,
+    FileInfo,
+    StorageCalls,
+    check_allowed,
+)
+from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
+from .unsaferow import decode_unsafe_row
 
 __all__ = [
     # errors

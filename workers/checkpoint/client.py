@@ -12,6 +12,7 @@ of storage that the client checks and bypasses, never a source of truth of its o
 Only the standard library talks HTTP here (urllib), so workers, the CLI and PySpark drivers can
 import this without Django.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -99,7 +100,9 @@ def read_storage_view(url: str, storage: CheckpointStorage, *, reason: str) -> C
     return view_from_summary(url, summarize_checkpoint(storage), reason=reason)
 
 
-def find_newer_entry(storage: CheckpointStorage, latest_batch_id: int | None, latest_committed_batch_id: int | None) -> str | None:
+def find_newer_entry(
+    storage: CheckpointStorage, latest_batch_id: int | None, latest_committed_batch_id: int | None
+) -> str | None:
     """Return the first log entry past what the server has ("offsets/N" or "commits/N"), or None.
 
     Spark writes offsets/N and commits/N only after N-1, so asking for the next name of each log
@@ -119,7 +122,12 @@ class CheckpointViewClient:
     """Read checkpoint views through a ckptweb server (``base_url``), with storage as the fallback."""
 
     def __init__(
-        self, base_url: str, token: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, *, storage_options: dict[str, Any] | None = None
+        self,
+        base_url: str,
+        token: str,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        *,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         self.api_url = base_url.rstrip("/") + API_PATH
         self.token = token
@@ -136,13 +144,17 @@ class CheckpointViewClient:
         try:
             checkpoint = self.find_checkpoint(checkpoint_url)
             if checkpoint is None:
-                return read_storage_view(checkpoint_url, storage, reason="the server has no checkpoint registered at this URL")
+                return read_storage_view(
+                    checkpoint_url, storage, reason="the server has no checkpoint registered at this URL"
+                )
             newer = find_newer_entry(storage, checkpoint["latest_batch_id"], checkpoint["latest_committed_batch_id"])
             if newer is None:
                 return self.fetch_server_view(checkpoint["id"])
         except ServerUnavailableError as exc:
             return read_storage_view(checkpoint_url, storage, reason=f"the server is unavailable: {exc}")
-        view = read_storage_view(checkpoint_url, storage, reason=f"the server is behind: {newer} is on storage but not on the server")
+        view = read_storage_view(
+            checkpoint_url, storage, reason=f"the server is behind: {newer} is on storage but not on the server"
+        )
         self.report_latest_batch(checkpoint["id"], view.latest_batch_id)
         return view
 
@@ -160,7 +172,9 @@ class CheckpointViewClient:
             pages = self._fetch_batch_pages(checkpoint_id, checkpoint["earliest_stored_batch_id"])
             if all(_field(page, "signature", self.api_url) == checkpoint["signature"] for page in pages):
                 return _view_from_answers(checkpoint, pages, self.api_url)
-        raise ServerUnavailableError(self.api_url, f"the server's view changed during each of {MAX_READ_ATTEMPTS} reads")
+        raise ServerUnavailableError(
+            self.api_url, f"the server's view changed during each of {MAX_READ_ATTEMPTS} reads"
+        )
 
     def report_latest_batch(self, checkpoint_id: int, batch_id: int | None) -> bool:
         """Tell the server that storage has ``batch_id``, so that it queues a catch-up; True if it answered."""
@@ -185,7 +199,9 @@ class CheckpointViewClient:
 
     def _get_json(self, url: str) -> dict[str, Any]:
         """GET ``url`` with the token; raise ServerUnavailableError or ServerRefusedError."""
-        request = urllib.request.Request(url, headers={"Authorization": f"Token {self.token}", "Accept": "application/json"})
+        request = urllib.request.Request(
+            url, headers={"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 body = response.read()
@@ -206,7 +222,16 @@ class CheckpointViewClient:
         return answer
 
 
-CHECKPOINT_FIELDS = ("id", "name", "url", "query_id", "latest_batch_id", "latest_committed_batch_id", "earliest_stored_batch_id", "signature")
+CHECKPOINT_FIELDS = (
+    "id",
+    "name",
+    "url",
+    "query_id",
+    "latest_batch_id",
+    "latest_committed_batch_id",
+    "earliest_stored_batch_id",
+    "signature",
+)
 
 
 def _checked_checkpoint(checkpoint: Any, url: str) -> dict[str, Any]:

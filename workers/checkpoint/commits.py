@@ -61,9 +61,7 @@ def parse_commit(data: bytes, *, source: str) -> CommitMetadata:
     )
 
 
-def _parse_state_unique_ids(
-    fields: dict[str, Any], site: JsonSite
-) -> dict[int, list[list[str | None]]] | None:
+def _parse_state_unique_ids(fields: dict[str, Any], site: JsonSite) -> dict[int, list[list[str | None]]] | None:
     """Return ``stateUniqueIds`` (v2 and v3) with its shape checked; None when absent."""
     ids = get_object(fields, "stateUniqueIds", site)
     if ids is None:

@@ -185,11 +185,7 @@ def plan_expired_files(
     if min_compaction_batch_id is None:
         return ()
     expired_at = now - cleanup_delay_seconds
-    return tuple(
-        info.name
-        for info in files
-        if _is_expired(info, min_compaction_batch_id, expired_at)
-    )
+    return tuple(info.name for info in files if _is_expired(info, min_compaction_batch_id, expired_at))
 
 
 def expiry_threshold(batch_id: int, *, interval: int, min_batches_to_retain: int) -> int | None:

@@ -59,9 +59,7 @@ class UnsupportedVersionError(CheckpointError):
     """A ``vN`` header newer than this reader supports (Spark's UnsupportedLogVersion)."""
 
     def __init__(self, path: str, *, found: int, supported: int) -> None:
-        super().__init__(
-            path, f"log version v{found} is newer than the supported v{supported}"
-        )
+        super().__init__(path, f"log version v{found} is newer than the supported v{supported}")
         self.found = found
         self.supported = supported
 
@@ -92,5 +90,7 @@ class UnsupportedCodecError(CheckpointError):
     def __init__(
         self, path: str, *, codec: str, setting: str = "spark.sql.streaming.stateStore.compression.codec"
     ) -> None:
-        super().__init__(path, f"compression codec {codec!r} ({setting}) is not supported by ckptweb; supported: lz4, zstd")
+        super().__init__(
+            path, f"compression codec {codec!r} ({setting}) is not supported by ckptweb; supported: lz4, zstd"
+        )
         self.codec = codec

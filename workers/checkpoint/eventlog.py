@@ -136,9 +136,7 @@ def find_event_logs(storage: CheckpointStorage, dirname: str = "") -> list[Event
     return logs
 
 
-def tail_event_log(
-    storage: CheckpointStorage, log: EventLog, position: EventLogPosition | None = None
-) -> EventLogTail:
+def tail_event_log(storage: CheckpointStorage, log: EventLog, position: EventLogPosition | None = None) -> EventLogTail:
     """Read the streaming-query events added to ``log`` since ``position`` (None: from the start).
 
     Reads only files that are not complete at ``position``. Raises CorruptFileError (and
@@ -300,7 +298,9 @@ class _LineReader:
         try:
             self._take(self._pending, events)
         except CorruptFileError as exc:
-            raise TruncatedFileError(exc.path, f"the last line is incomplete: {exc.reason}", offset=exc.offset) from None
+            raise TruncatedFileError(
+                exc.path, f"the last line is incomplete: {exc.reason}", offset=exc.offset
+            ) from None
 
     def _take(self, line: bytes, events: list[ListenerEvent]) -> None:
         self.lines += 1
@@ -310,7 +310,9 @@ class _LineReader:
         if line.startswith(_STREAMING_LINE_PREFIX):
             site = self._site()
             if len(line) > MAX_EVENT_LINE_BYTES:
-                raise site.error(f"an event line of {len(line)} bytes is longer than the limit of {MAX_EVENT_LINE_BYTES} bytes")
+                raise site.error(
+                    f"an event line of {len(line)} bytes is longer than the limit of {MAX_EVENT_LINE_BYTES} bytes"
+                )
             event = listener_event_from_dict(parse_json_object(_decode_line(line, site), site), site)
             if event is not None:
                 events.append(event)

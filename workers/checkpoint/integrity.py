@@ -74,6 +74,7 @@ from .metadatalog import (
 )
 from .offsets import OffsetSeq, offset_as_json
 from .rocksdbstate import parse_rocksdb_store_files, resolve_load_chain
+from .singlepartition import runs_on_one_partition
 from .stateinventory import (
     STATE_DIR,
     StateStoreDir,
@@ -82,7 +83,6 @@ from .stateinventory import (
     list_state_store_dirs,
     parse_hdfs_state_files,
 )
-from .singlepartition import runs_on_one_partition
 from .stateschema import OperatorStateMetadata, StoreSchema, find_operator_state_metadata, find_store_schema
 from .storage import CheckpointStorage, FileInfo
 
@@ -306,7 +306,10 @@ def run_checks(facts: CheckpointFacts) -> list[Finding]:
 def check_listing_failures(facts: CheckpointFacts) -> Iterator[Finding]:
     for exc in (*facts.listing.failures, *facts.sink_log_failures):
         yield Finding(
-            "error", "directory-unreadable", exc.path, _reason(exc),
+            "error",
+            "directory-unreadable",
+            exc.path,
+            _reason(exc),
             "Spark cannot list it either; nothing below it was checked.",
         )
 
@@ -316,7 +319,10 @@ def check_metadata(facts: CheckpointFacts) -> Iterator[Finding]:
         return
     if facts.offset_ids or facts.commit_ids:
         yield Finding(
-            "error", "metadata-missing", METADATA_FILE, "the checkpoint has batches but no metadata file",
+            "error",
+            "metadata-missing",
+            METADATA_FILE,
+            "the checkpoint has batches but no metadata file",
             "Spark 4.2+ refuses to start (STREAMING_CHECKPOINT_MISSING_METADATA_FILE, unless "
             "spark.sql.streaming.checkpoint.verifyMetadataExists.enabled=false); older versions "
             "start under a new query id, which can duplicate writes.",
@@ -366,9 +372,12 @@ def check_empty_files(facts: CheckpointFacts) -> Iterator[Finding]:
         if info.size == 0 and path not in reported and not is_side_file(info.name):
             on_restart_path = path in restart_paths
             yield Finding(
-                "error" if on_restart_path else "warning", "log-file-empty", path,
+                "error" if on_restart_path else "warning",
+                "log-file-empty",
+                path,
                 "Incomplete log file: the file is empty",
-                _restart_read_impact(path) if on_restart_path
+                _restart_read_impact(path)
+                if on_restart_path
                 else "Spark's restart does not read it, but reading this batch (rollback, state reader) fails.",
             )
 
@@ -399,11 +408,14 @@ def check_offsets_gaps(offset_ids: Sequence[int]) -> Iterator[Finding]:
     for first, last in _missing_ranges(offset_ids, lowest):
         needed_at_restart = first <= latest - 1 <= last
         yield Finding(
-            "error" if needed_at_restart else "warning", "offsets-gap", f"{OFFSETS_DIR}/{first}",
+            "error" if needed_at_restart else "warning",
+            "offsets-gap",
+            f"{OFFSETS_DIR}/{first}",
             f"the offsets of {_batch_range(first, last)} are missing; the log holds {offset_ids[0]} to {latest}",
             f"Spark fails at restart: 'batch {latest - 1} doesn't exist' (it needs the offsets before "
             f"batch {latest}), unless the query runs with asyncProgressTrackingEnabled, whose logs have "
-            "gaps by design and which resumes from the batch before the gap." if needed_at_restart
+            "gaps by design and which resumes from the batch before the gap."
+            if needed_at_restart
             else "The restart works; reading those batches (rollback, state reader) fails.",
         )
 
@@ -433,7 +445,9 @@ def check_uncommitted(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> I
     beyond = [b for b in offset_ids if not commit_ids or b > commit_ids[-1]]
     if beyond == [latest]:
         yield Finding(
-            "info", "batch-uncommitted", f"{OFFSETS_DIR}/{latest}",
+            "info",
+            "batch-uncommitted",
+            f"{OFFSETS_DIR}/{latest}",
             f"batch {latest} was planned but has no commit",
             f"Spark re-runs batch {latest} with the same offsets.",
         )
@@ -442,7 +456,9 @@ def check_uncommitted(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> I
     for batch_id in offset_ids:
         if commit_ids and commit_ids[0] <= batch_id < commit_ids[-1] and batch_id not in committed:
             yield Finding(
-                "warning", "commit-missing", f"{COMMITS_DIR}/{batch_id}",
+                "warning",
+                "commit-missing",
+                f"{COMMITS_DIR}/{batch_id}",
                 f"batch {batch_id} has offsets but no commit, although later batches are committed",
                 "The restart works (Spark reads only the latest commit), but the commit log was damaged or edited.",
             )
@@ -451,7 +467,9 @@ def check_uncommitted(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> I
 def _uncommitted_batches(beyond: list[int], commit_ids: Sequence[int]) -> Finding:
     since = f"after the latest commit ({commit_ids[-1]})" if commit_ids else "and there is no commit log"
     return Finding(
-        "warning", "uncommitted-batches", f"{OFFSETS_DIR}/{beyond[0]}",
+        "warning",
+        "uncommitted-batches",
+        f"{OFFSETS_DIR}/{beyond[0]}",
         f"{len(beyond)} batches have offsets but no commit ({beyond[0]} to {beyond[-1]}) {since}",
         f"Spark re-runs only batch {beyond[-1]}, from the offsets of batch {beyond[-1] - 1}; the other "
         "uncommitted batches are never re-run, so their data may be missing from the sink.",
@@ -469,7 +487,9 @@ def check_commits_without_offsets(offset_ids: Sequence[int], commit_ids: Sequenc
     clash = min(batch_id for batch_id in commit_ids if batch_id >= max(latest, 0))
     for batch_id in beyond:
         yield Finding(
-            "error", "commit-without-offsets", f"{COMMITS_DIR}/{batch_id}",
+            "error",
+            "commit-without-offsets",
+            f"{COMMITS_DIR}/{batch_id}",
             f"batch {batch_id} is committed but has no offsets (the latest offsets are of batch {latest})",
             f"Spark re-runs batch {max(latest, 0)} and fails when it commits batch {clash}, whose commit "
             "file already exists (CONCURRENT_STREAM_LOG_UPDATE).",
@@ -497,7 +517,9 @@ def _missing_log_files(log: CompactibleLog) -> Iterator[Finding]:
         if name not in present:
             is_compact = name.endswith(COMPACT_FILE_SUFFIX)
             yield Finding(
-                "error", "compact-missing" if is_compact else "log-file-missing", join_path(log.path, name),
+                "error",
+                "compact-missing" if is_compact else "log-file-missing",
+                join_path(log.path, name),
                 f"the latest batch of the {log.kind} log is read through {needed[0]} and the "
                 f"batches after it, but {name} is missing",
                 _compactible_impact(log.kind),
@@ -522,7 +544,9 @@ def check_sink_log_behind(facts: CheckpointFacts) -> Iterator[Finding]:
             continue
         committed = commit_ids[-1]
         yield Finding(
-            "error", "sink-log-behind-commits", join_path(log.path, str(end + 1)),
+            "error",
+            "sink-log-behind-commits",
+            join_path(log.path, str(end + 1)),
             f"the sink log ends at batch {end} but the commit log at batch {committed}: the sink's "
             f"entries of {_batch_range(end + 1, committed)} are lost",
             f"The restart works and Spark does not rewrite committed batches; once batch {committed + 1} "
@@ -536,7 +560,9 @@ def check_sink_log_present(facts: CheckpointFacts) -> Iterator[Finding]:
     for log in facts.logs:
         if log.kind == "sink" and facts.commit_ids and not log_batch_files(log.files):
             yield Finding(
-                "warning", "sink-log-missing", log.path,
+                "warning",
+                "sink-log-missing",
+                log.path,
                 "no batch file in the sink log: this is not a file sink's output, or its log was deleted",
                 "If it is a file sink, the restart works but Spark starts a new log at the next batch "
                 "and readers of the output fail. If it is not, do not check it as a sink log.",
@@ -557,22 +583,27 @@ def _leftovers_in(dirname: str, entries: Sequence[FileInfo], in_progress_after: 
     """``in_progress_after``: a temporary file modified after this (epoch seconds) is a write in flight."""
     names = {info.name for info in entries if not info.is_dir}
     recent = {
-        info.name for info in entries
+        info.name
+        for info in entries
         if in_progress_after is not None and info.mtime is not None and info.mtime > in_progress_after
     }
     for name in sorted(names):
-        checked = name[1:-len(".crc")] if is_hadoop_checksum(name) else name
+        checked = name[1 : -len(".crc")] if is_hadoop_checksum(name) else name
         if is_temporary_name(checked) and name in recent:
             continue
         if is_temporary_name(checked):
             yield Finding(
-                "warning", "temporary-file", join_path(dirname, name),
+                "warning",
+                "temporary-file",
+                join_path(dirname, name),
                 "temporary file of an atomic write that never completed (or is in progress)",
                 "None: Spark ignores it. When no query is running it is garbage from a crash and can be deleted.",
             )
         elif checked != name and checked not in names:
             yield Finding(
-                "warning", "orphan-checksum", join_path(dirname, name),
+                "warning",
+                "orphan-checksum",
+                join_path(dirname, name),
                 f"Hadoop checksum of {checked}, which no longer exists",
                 "None: Spark ignores it. It was left by a deletion that bypassed Hadoop; it can be deleted.",
             )
@@ -627,7 +658,9 @@ def _missing_partitions(
         # The end marker makes the walk report partitions missing after the last one found.
         for first, last in _missing_ranges([*sorted(p for p in present if p < partitions), partitions], 0):
             yield Finding(
-                "error", "state-partition-missing", f"{STATE_DIR}/{operator}/{first}",
+                "error",
+                "state-partition-missing",
+                f"{STATE_DIR}/{operator}/{first}",
                 f"operator {operator} has no directory for {_partition_range(first, last)} of {partitions}",
                 f"Spark fails at restart: the task of partition {first} finds no state to load.",
             )
@@ -647,7 +680,9 @@ def _unloadable_version(store: StateStoreDir, version: int) -> Iterator[Finding]
         return  # names no provider writes: nothing to tell about loading
     if missing is not None:
         yield Finding(
-            "error", "state-version-missing", missing.path,
+            "error",
+            "state-version-missing",
+            missing.path,
             f"state version {version} cannot be rebuilt: {missing.reason}",
             f"Spark fails at restart: loading version {version} of this store fails "
             "(CANNOT_LOAD_STATE_STORE: the file does not exist).",

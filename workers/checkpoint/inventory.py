@@ -136,7 +136,9 @@ def list_tree(storage: CheckpointStorage, dirname: str = "") -> TreeListing:
     return TreeListing(dict(sorted(directories.items())), tuple(failures))
 
 
-def take_inventory(storage: CheckpointStorage, *, sink_log: CheckpointStorage | None = None) -> list[DirectoryInventory]:
+def take_inventory(
+    storage: CheckpointStorage, *, sink_log: CheckpointStorage | None = None
+) -> list[DirectoryInventory]:
     """List a checkpoint (and a file sink's log) and return its inventory rows.
 
     ``sink_log`` is rooted at a file sink's output directory or at its ``_spark_metadata``; its

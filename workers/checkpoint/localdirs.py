@@ -8,6 +8,7 @@ small log file took, while a first sync reads 200,000 of them from two directori
 O_NOFOLLOW, a file is 3.1 us, and it is inside the roots: the directory is, and the kernel
 refuses to follow the name if it is a link (the caller then opens and checks it the long way).
 """
+
 from __future__ import annotations
 
 import errno

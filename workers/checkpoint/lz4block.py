@@ -63,9 +63,7 @@ def iter_lz4_blocks(data: bytes, *, source: str, max_bytes: int | None = None) -
             pos = payload_at
             continue
         if max_bytes is not None and produced + raw_len > max_bytes:
-            raise CorruptFileError(
-                source, f"decompressed content exceeds the limit of {max_bytes} bytes", offset=pos
-            )
+            raise CorruptFileError(source, f"decompressed content exceeds the limit of {max_bytes} bytes", offset=pos)
         if payload_at + compressed_len > len(data):
             raise TruncatedFileError(
                 source,

@@ -7,6 +7,7 @@ a directory LIST on an object store costs one call per 1,000 names of the whole 
 What probing cannot see (entries Spark purged, a file that appeared out of order behind a gap)
 is left to a periodic full listing (the reconcile pass of workers.sync).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

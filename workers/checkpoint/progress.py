@@ -37,7 +37,7 @@ import math
 import reprlib
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .logfile import (
@@ -378,7 +378,7 @@ def _timestamp(text: str, key: str, site: JsonSite) -> datetime:
     try:
         # In UTC, as Spark writes them: databases take offsets of at most about 15 hours
         # (PostgreSQL), ISO-8601 allows 23:59, and a moment outside years 1-9999 in UTC fits neither.
-        return moment.astimezone(timezone.utc)
+        return moment.astimezone(UTC)
     except OverflowError:
         raise site.error(f"{key!r} is outside years 1-9999 in UTC: {reprlib.repr(text)}") from None
 

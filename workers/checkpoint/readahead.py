@@ -5,6 +5,7 @@ object store that is one round trip per file; a first sync of 100k batches would
 them in turn. ``read_ahead`` gets a list of files with several GETs in flight
 (CheckpointStorage.read_many) and returns something the readers take for their storage.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 class ReadAhead:
     """Contents read ahead, each served once (then dropped); any other file is read as usual."""
 
-    def __init__(self, storage: CheckpointStorage, contents: dict[str, bytes | CheckpointError], max_bytes: int | None) -> None:
+    def __init__(
+        self, storage: CheckpointStorage, contents: dict[str, bytes | CheckpointError], max_bytes: int | None
+    ) -> None:
         self._storage = storage
         self._contents = contents
         self._max_bytes = max_bytes

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from rocksdict import AccessType, Options, Rdict
 
 from .errors import CheckpointError, CorruptFileError
-from .rocksdbstate import ZIP_ERRORS, MAX_ZIP_BYTES, SST_DIR, ZIP_METADATA_ENTRY, RocksDBCheckpointMetadata
+from .rocksdbstate import MAX_ZIP_BYTES, SST_DIR, ZIP_ERRORS, ZIP_METADATA_ENTRY, RocksDBCheckpointMetadata
 from .storage import CheckpointStorage
 
 # What the RocksDB files of a zip may add up to once inflated (they are a few KB: bookkeeping).
@@ -118,10 +118,14 @@ class _LocalFiles:
         for local_name, path in self.sst_paths.items():
             if local_name in text:
                 offset = _STATUS_OFFSET.search(text)
-                return CorruptFileError(path, f"RocksDB cannot read it: {text}", offset=int(offset[1]) if offset else None)
+                return CorruptFileError(
+                    path, f"RocksDB cannot read it: {text}", offset=int(offset[1]) if offset else None
+                )
         # RocksDB names no file for some damage it finds while opening (a damaged properties
         # block of an SST reads "properties unsorted ... MANIFEST may be corrupted"): name them all.
-        suspects = ", ".join(path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1] for path in self.sst_paths.values())
+        suspects = ", ".join(
+            path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1] for path in self.sst_paths.values()
+        )
         where = f" (the damaged file is its MANIFEST or one of {suspects})" if suspects else ""
         return CorruptFileError(self.zip_path, f"RocksDB cannot read this version{where}: {text}")
 
@@ -172,7 +176,9 @@ def _check_entries(entries: Sequence[zipfile.ZipInfo], zip_path: str) -> None:
             raise CorruptFileError(zip_path, f"zip entry {info.filename[:80]!r} is not a RocksDB file name")
         total += info.file_size
     if total > MAX_ZIP_ENTRIES_BYTES:
-        raise CorruptFileError(zip_path, f"zip entries declare {total} bytes, over the limit of {MAX_ZIP_ENTRIES_BYTES}")
+        raise CorruptFileError(
+            zip_path, f"zip entries declare {total} bytes, over the limit of {MAX_ZIP_ENTRIES_BYTES}"
+        )
 
 
 def _copy_sst_files(
@@ -183,10 +189,11 @@ def _copy_sst_files(
     for sst in metadata.sst_files:
         path = f"{store_path}/{SST_DIR}/{sst.dfs_file_name}"
         if not _ZIP_ENTRY_NAME.fullmatch(sst.local_file_name) or sst.local_file_name in os.listdir(directory):
-            raise CorruptFileError(zip_path, f"zip entry 'metadata': bad or repeated SST name {sst.local_file_name[:80]!r}")
+            raise CorruptFileError(
+                zip_path, f"zip entry 'metadata': bad or repeated SST name {sst.local_file_name[:80]!r}"
+            )
         copied = storage.copy_to_local(path, os.path.join(directory, sst.local_file_name), max_bytes=sst.size_bytes)
         if copied != sst.size_bytes:
             raise CorruptFileError(path, f"{copied} bytes, but the zip lists {sst.size_bytes}", offset=copied)
         sst_paths[sst.local_file_name] = path
     return sst_paths
-

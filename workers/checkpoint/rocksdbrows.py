@@ -55,8 +55,13 @@ class RocksDBRowCount:
 
 
 def read_rocksdb_rows(
-    storage: CheckpointStorage, store: StateStoreDir, version: int, *,
-    codec: str | None, unique_id: str | None = None, max_read_bytes: int | None = None,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    *,
+    codec: str | None,
+    unique_id: str | None = None,
+    max_read_bytes: int | None = None,
 ) -> RocksDBRowCount:
     """Count the rows of ``store`` at ``version`` as Spark's ``statestore`` source reads them.
 
@@ -84,8 +89,13 @@ def read_rocksdb_rows(
 
 @contextlib.contextmanager
 def open_rocksdb_rows(
-    storage: CheckpointStorage, store: StateStoreDir, version: int, *,
-    codec: str | None, unique_id: str | None = None, max_read_bytes: int | None = None,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    *,
+    codec: str | None,
+    unique_id: str | None = None,
+    max_read_bytes: int | None = None,
 ) -> Iterator[Iterator[tuple[bytes, bytes, str]]]:
     """Yield an iterator over the rows at ``version``: (key, value, path of the file it came from).
 
@@ -120,8 +130,12 @@ class _Load:
 
 
 def _plan_load(
-    storage: CheckpointStorage, store: StateStoreDir, version: int, codec: str | None,
-    unique_id: str | None, max_read_bytes: int | None,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    codec: str | None,
+    unique_id: str | None,
+    max_read_bytes: int | None,
 ) -> _Load:
     state = read_rocksdb_version(storage, store, version, codec=codec, unique_id=unique_id)
     if not state.chain.is_loadable:
@@ -136,12 +150,17 @@ def _plan_load(
     if metadata is not None:
         needed += snapshot.size + sum(f.size_bytes for f in metadata.sst_files)
     if max_read_bytes is not None and needed > max_read_bytes:
-        raise CheckpointError(store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})")
+        raise CheckpointError(
+            store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})"
+        )
     return _Load(snapshot, metadata, state.chain.changelogs)
 
 
 def _immutable_file_error(
-    storage: CheckpointStorage, store_path: str, snapshot: RocksDBVersionFile, metadata: RocksDBCheckpointMetadata,
+    storage: CheckpointStorage,
+    store_path: str,
+    snapshot: RocksDBVersionFile,
+    metadata: RocksDBCheckpointMetadata,
     relpath: str,
 ) -> CheckpointError:
     """The error of an SST or log file the zip lists that is absent or of another size."""
@@ -149,11 +168,17 @@ def _immutable_file_error(
     info = storage.find_info(path)
     if info is None:
         return MissingFileError(path, f"no such file, and {snapshot.name} lists it")
-    listed = next((f.size_bytes for f in metadata.sst_files + metadata.log_files if relpath.endswith(f"/{f.dfs_file_name}")), None)
-    return CorruptFileError(path, f"{info.size} bytes, but {snapshot.name} lists {listed}", offset=min(info.size, listed or 0))
+    listed = next(
+        (f.size_bytes for f in metadata.sst_files + metadata.log_files if relpath.endswith(f"/{f.dfs_file_name}")), None
+    )
+    return CorruptFileError(
+        path, f"{info.size} bytes, but {snapshot.name} lists {listed}", offset=min(info.size, listed or 0)
+    )
 
 
-def _replay(storage: CheckpointStorage, store_path: str, changelogs: Sequence[RocksDBVersionFile], codec: str | None) -> Changes:
+def _replay(
+    storage: CheckpointStorage, store_path: str, changelogs: Sequence[RocksDBVersionFile], codec: str | None
+) -> Changes:
     """Apply the changelogs in order: the last change of each key wins.
 
     Read without row checksums: a RocksDB store keeps a row's checksum inside its value
@@ -170,7 +195,9 @@ def _replay(storage: CheckpointStorage, store_path: str, changelogs: Sequence[Ro
 
 
 def _column_families(source: str) -> CheckpointError:
-    return CheckpointError(source, "the store has column families (transformWithState): ckptweb does not count or decode their rows")
+    return CheckpointError(
+        source, "the store has column families (transformWithState): ckptweb does not count or decode their rows"
+    )
 
 
 def _merged_rows(instance: RocksDBInstance, changes: Changes) -> Iterator[tuple[bytes, bytes, str]]:

@@ -74,7 +74,14 @@ _VERSION_FILE = re.compile(rf"(0|[1-9][0-9]{{0,18}})(?:_({_UUID}))?\.(zip|change
 _JAVA_SHORT = re.compile(r"[+-]?[0-9]{1,5}")
 # What zipfile raises on damaged archives: bad headers or CRC, cut data, unknown methods, encryption.
 ZIP_ERRORS = (
-    zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+    OSError,
 )
 
 
@@ -196,7 +203,8 @@ def parse_rocksdb_zip(
             info = archive.getinfo(ZIP_METADATA_ENTRY)
             if info.file_size > max_metadata_bytes:
                 raise CorruptFileError(
-                    source, f"zip entry 'metadata' declares {info.file_size} bytes, over the limit of {max_metadata_bytes}"
+                    source,
+                    f"zip entry 'metadata' declares {info.file_size} bytes, over the limit of {max_metadata_bytes}",
                 )
             text = archive.read(info)
     except KeyError:
@@ -460,7 +468,8 @@ def _missing_changelogs(base: int, version: int, changelogs: tuple[RocksDBVersio
         if present > expected:
             first, last = expected, present - 1
             problems.append(
-                f"missing changelog {first}.changelog" if first == last
+                f"missing changelog {first}.changelog"
+                if first == last
                 else f"missing changelogs {first}.changelog to {last}.changelog ({last - first + 1} files)"
             )
         expected = present + 1
@@ -558,7 +567,8 @@ def list_rocksdb_store_files(storage: CheckpointStorage, store: StateStoreDir) -
     subdirs = {info.name for info in store.files if info.is_dir}
     listed = {
         name: [StateFileInfo(e.name, e.size) for e in storage.list_dir(f"{store.path}/{name}") if not e.is_dir]
-        for name in (SST_DIR, LOG_DIR) if name in subdirs
+        for name in (SST_DIR, LOG_DIR)
+        if name in subdirs
     }
     return parse_rocksdb_store_files(store.files, listed.get(SST_DIR, ()), listed.get(LOG_DIR, ()))
 
@@ -577,8 +587,13 @@ def read_changelog(
 
 
 def read_rocksdb_version(
-    storage: CheckpointStorage, store: StateStoreDir, version: int, *,
-    codec: str | None, row_checksum: bool = False, unique_id: str | None = None,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    *,
+    codec: str | None,
+    row_checksum: bool = False,
+    unique_id: str | None = None,
 ) -> RocksDBVersionState:
     """Tell how ``version`` of a store loads and, where ckptweb can know it exactly, its row count.
 
@@ -592,8 +607,12 @@ def read_rocksdb_version(
 
 
 def summarize_rocksdb_store(
-    storage: CheckpointStorage, store: StateStoreDir, *,
-    codec: str | None, row_checksum: bool = False, unique_ids: Mapping[int, str] | None = None,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    *,
+    codec: str | None,
+    row_checksum: bool = False,
+    unique_ids: Mapping[int, str] | None = None,
 ) -> RocksDBStoreSummary:
     """Read every version of a RocksDB store; a file that fails is recorded and the rest still read.
 
@@ -612,7 +631,14 @@ def summarize_rocksdb_store(
     unreferenced = tuple(f.name for f in files.sst_files if f.name not in referenced)
     sizes = sum(f.size for f in store.files if not f.is_dir) + sum(f.size for f in files.sst_files + files.log_files)
     return RocksDBStoreSummary(
-        store.operator, store.partition, store.store, store.path, files, tuple(states), unreferenced, sizes,
+        store.operator,
+        store.partition,
+        store.store,
+        store.path,
+        files,
+        tuple(states),
+        unreferenced,
+        sizes,
         tuple(dict.fromkeys(errors + zip_errors)),
     )
 
@@ -666,7 +692,10 @@ class _StoreReader:
             return ()
         metadata = self.metadata(snapshot)
         missing = []
-        kinds = ((SST_DIR, metadata.sst_files, self.files.sst_files), (LOG_DIR, metadata.log_files, self.files.log_files))
+        kinds = (
+            (SST_DIR, metadata.sst_files, self.files.sst_files),
+            (LOG_DIR, metadata.log_files, self.files.log_files),
+        )
         for subdir, listed, present in kinds:
             sizes = {info.name: info.size for info in present}
             missing += [f"{subdir}/{f.dfs_file_name}" for f in listed if sizes.get(f.dfs_file_name) != f.size_bytes]
@@ -692,7 +721,10 @@ class _StoreReader:
                 "overwrites one is only known from the SST files (rocksdbrows reads them)"
             )
         if num_keys < 0:
-            return None, f"{chain.snapshot.name} has numKeys {num_keys}: row tracking was off (rocksdbrows counts its keys)"
+            return (
+                None,
+                f"{chain.snapshot.name} has numKeys {num_keys}: row tracking was off (rocksdbrows counts its keys)",
+            )
         return num_keys, f"numKeys of {chain.snapshot.name}"
 
     def _replay_keys(self, changelogs: tuple[RocksDBVersionFile, ...]) -> set[bytes] | None:

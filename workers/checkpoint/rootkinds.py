@@ -75,7 +75,13 @@ class CheckpointRoot:
     def refusal(self) -> NotACheckpointError | None:
         """The error to refuse this path with, or None when it is a checkpoint."""
         if self.kind is RootKind.NOT_A_CHECKPOINT:
-            reason = _NOT_A_CHECKPOINT_SINK if self.is_sink_output else _NOT_A_CHECKPOINT_EMPTY if self.is_empty else _NOT_A_CHECKPOINT
+            reason = (
+                _NOT_A_CHECKPOINT_SINK
+                if self.is_sink_output
+                else _NOT_A_CHECKPOINT_EMPTY
+                if self.is_empty
+                else _NOT_A_CHECKPOINT
+            )
         else:
             reason = _ROOT_REFUSALS.get(self.kind)
         return None if reason is None else NotACheckpointError(self.url, reason)

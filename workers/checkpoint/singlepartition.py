@@ -37,9 +37,9 @@ def runs_on_one_partition(metadata: OperatorStateMetadata | None, schema: StoreS
 
 def _has_global_limit_schema(schema: StoreSchema) -> bool:
     # Compared without nullability: the limit's fields are nullable, but that is not what tells it.
-    return _shape(schema.key_schema) == _shape(GLOBAL_LIMIT_KEY_SCHEMA) and _shape(
-        schema.value_schema
-    ) == _shape(GLOBAL_LIMIT_VALUE_SCHEMA)
+    return _shape(schema.key_schema) == _shape(GLOBAL_LIMIT_KEY_SCHEMA) and _shape(schema.value_schema) == _shape(
+        GLOBAL_LIMIT_VALUE_SCHEMA
+    )
 
 
 def _shape(struct: StructType) -> tuple[tuple[str, object], ...]:

@@ -177,12 +177,20 @@ def find_record_run(
     if sizes is None:
         return None
     key_size, value_size = sizes
-    return RecordRun(pos, _count_uniform_records(raw, pos, record_stride(key_size, value_size), key_size), key_size, value_size)
+    return RecordRun(
+        pos, _count_uniform_records(raw, pos, record_stride(key_size, value_size), key_size), key_size, value_size
+    )
 
 
 def scan_records(
-    raw: bytes, pos: int, into: dict[bytes, int], *, row_checksum: bool = False, removals_allowed: bool = True,
-    forget_removals: bool = False, max_bytes: int,
+    raw: bytes,
+    pos: int,
+    into: dict[bytes, int],
+    *,
+    row_checksum: bool = False,
+    removals_allowed: bool = True,
+    forget_removals: bool = False,
+    max_bytes: int,
 ) -> int:
     """Read records one by one from ``pos`` into ``into``, for stretches where sizes keep changing.
 
@@ -321,7 +329,8 @@ def _has_same_sizes(raw: bytes, first: int, other: int, key_size: int) -> bool:
     value_size_at = 4 + key_size
     return (
         raw[first : first + 4] == raw[other : other + 4]
-        and raw[first + value_size_at : first + value_size_at + 4] == raw[other + value_size_at : other + value_size_at + 4]
+        and raw[first + value_size_at : first + value_size_at + 4]
+        == raw[other + value_size_at : other + value_size_at + 4]
     )
 
 
@@ -348,9 +357,11 @@ def iter_run_keys(raw: bytes, run: RecordRun, *, row_checksum: bool = False) -> 
     offset = 4 + run.key_size - length
     whole = run.count - run.count % KEYS_PER_UNPACK
     tail_at = run.start + whole * stride
-    whole_chunks = _key_layout(offset, length, stride, KEYS_PER_UNPACK).iter_unpack(
-        memoryview(raw)[run.start : tail_at]
-    ) if whole else ()
+    whole_chunks = (
+        _key_layout(offset, length, stride, KEYS_PER_UNPACK).iter_unpack(memoryview(raw)[run.start : tail_at])
+        if whole
+        else ()
+    )
     tail = _key_layout(offset, length, stride, run.count - whole).unpack_from(raw, tail_at) if run.count > whole else ()
     return chain(chain.from_iterable(whole_chunks), tail)
 

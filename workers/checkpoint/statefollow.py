@@ -24,10 +24,10 @@ from .errors import CheckpointError, MissingFileError
 from .rocksdbrows import open_rocksdb_rows
 from .rocksdbstate import MAX_ZIP_BYTES, parse_rocksdb_zip
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
+from .stateinventory import StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from .statekeys import StateKeys, follow_changelog, follow_delta, state_keys_of
 from .staterows import apply_delta
 from .statesummary import StateConf
-from .stateinventory import StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
 
 
@@ -57,8 +57,14 @@ class StoreFollow:
 
 
 def follow_store(
-    storage: CheckpointStorage, store_path: str, provider: str, keys: StateKeys, target: int, *,
-    conf: StateConf, unique_ids: Mapping[int, str],
+    storage: CheckpointStorage,
+    store_path: str,
+    provider: str,
+    keys: StateKeys,
+    target: int,
+    *,
+    conf: StateConf,
+    unique_ids: Mapping[int, str],
 ) -> StoreFollow:
     """Apply the versions after ``keys.version`` up to ``target`` to ``keys``.
 
@@ -77,8 +83,13 @@ def follow_store(
 
 
 def read_state_keys(
-    storage: CheckpointStorage, store: StateStoreDir, version: int, *,
-    conf: StateConf, unique_id: str | None = None, max_read_bytes: int = MAX_STATE_FILE_BYTES,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int,
+    *,
+    conf: StateConf,
+    unique_id: str | None = None,
+    max_read_bytes: int = MAX_STATE_FILE_BYTES,
 ) -> StateKeys:
     """The key set of ``store`` at ``version``, loaded as Spark loads it (a cold read of its chain).
 
@@ -95,12 +106,16 @@ def read_state_keys(
     chain = files_for_version(parse_hdfs_state_files(store.files)[0], version, source=store.path)
     needed = sum(f.size for f in chain)
     if needed > max_read_bytes:
-        raise CheckpointError(store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})")
+        raise CheckpointError(
+            store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})"
+        )
     # Replayed as loadMap does, snapshot first, with staterows' run readers (every record checked).
     live: dict[bytes, int] = {}
     for state_file in chain:
         source = f"{store.path}/{state_file.name}"
-        raw = decompress_state_file(storage.read_bytes(source, max_bytes=MAX_STATE_FILE_BYTES), source=source, codec=conf.codec)
+        raw = decompress_state_file(
+            storage.read_bytes(source, max_bytes=MAX_STATE_FILE_BYTES), source=source, codec=conf.codec
+        )
         apply_delta(raw, source, live, row_checksum=conf.row_checksum, keep_removals=False)
     return state_keys_of(live, version=version)
 
@@ -117,7 +132,12 @@ def _hdfs_step(
 
 
 def _rocksdb_step(
-    storage: CheckpointStorage, store_path: str, keys: StateKeys | None, version: int, conf: StateConf, unique_id: str | None
+    storage: CheckpointStorage,
+    store_path: str,
+    keys: StateKeys | None,
+    version: int,
+    conf: StateConf,
+    unique_id: str | None,
 ) -> tuple[StateKeys | None, int, FollowedVersion]:
     stem = f"{version}_{unique_id}" if unique_id else str(version)
     source = f"{store_path}/{stem}.changelog"
@@ -125,7 +145,9 @@ def _rocksdb_step(
     if data is None:
         return _zip_only(storage, f"{store_path}/{stem}.zip", version)
     if keys is None:
-        raise MissingFileError(source, f"the key set before version {version} is unknown (it came from a zip's numKeys)")
+        raise MissingFileError(
+            source, f"the key set before version {version} is unknown (it came from a zip's numKeys)"
+        )
     keys = follow_changelog(keys, data, version=version, source=source, codec=conf.codec)
     zip_info = storage.find_info(f"{store_path}/{stem}.zip")
     return keys, keys.rows, FollowedVersion(version, StateFile(f"{stem}.changelog", len(data)), _state_file(zip_info))
@@ -139,7 +161,9 @@ def _zip_only(storage: CheckpointStorage, path: str, version: int) -> tuple[None
         raise MissingFileError(path, f"version {version} has neither a changelog nor a zip") from None
     metadata = parse_rocksdb_zip(data, source=path)
     if metadata.num_keys < 0 or metadata.column_family_mapping:
-        raise MissingFileError(path, "numKeys is not tracked (or the store has column families): the rows need a cold read")
+        raise MissingFileError(
+            path, "numKeys is not tracked (or the store has column families): the rows need a cold read"
+        )
     return None, metadata.num_keys, FollowedVersion(version, None, StateFile(path.rsplit("/", 1)[-1], len(data)))
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Iterable
-from itertools import compress
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 import xxhash
@@ -77,7 +77,9 @@ def apply_key_changes(previous: StateKeys, changes: Iterable[tuple[bytes, bool]]
     return apply_last_changes(previous, last, is_put, version=version)
 
 
-def apply_last_changes(previous: StateKeys, keys: Iterable[bytes], is_put: Iterable[bool], *, version: int) -> StateKeys:
+def apply_last_changes(
+    previous: StateKeys, keys: Iterable[bytes], is_put: Iterable[bool], *, version: int
+) -> StateKeys:
     """Apply the last change of each key (each key once: put when its ``is_put`` is true, else removed).
 
     Raises ValueError unless ``version`` follows ``previous.version``.

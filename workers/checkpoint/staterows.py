@@ -30,8 +30,15 @@ from operator import countOf
 
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .statefiles import (
-    RecordRun, count_value_run, cut_value_run_keys, find_record_run, iter_run_keys, match_value_run, peek_key_size,
-    record_stride, scan_records,
+    RecordRun,
+    count_value_run,
+    cut_value_run_keys,
+    find_record_run,
+    iter_run_keys,
+    match_value_run,
+    peek_key_size,
+    record_stride,
+    scan_records,
 )
 from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
 from .storage import CheckpointStorage
@@ -138,7 +145,9 @@ def apply_delta(
         if run.count >= MIN_BULK_RECORDS:
             keys, pos = iter_run_keys(raw, run, row_checksum=row_checksum), run.end
         elif (end := find_value_run(raw, run, key_sizes, row_checksum=row_checksum)) is not None:
-            keys = cut_value_run_keys(raw, run.start, end, frozenset(key_sizes), run.value_size, row_checksum=row_checksum)
+            keys = cut_value_run_keys(
+                raw, run.start, end, frozenset(key_sizes), run.value_size, row_checksum=row_checksum
+            )
             pos = end
         else:  # scan_records always reads the first record: find_record_run has checked it
             pos = scan_records(
@@ -161,7 +170,7 @@ def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_ch
     """
     total = StateSize(0, 0, 0)
     pos, key_sizes = 0, set()
-    while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False)):
+    while run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False):
         value_size = run.value_row_size(row_checksum)
         if run.count >= MIN_BULK_RECORDS:
             live = run.count
@@ -174,7 +183,9 @@ def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_ch
             pos = end
         else:  # scan_records always reads the first record: find_record_run has checked it
             scanned: dict[bytes, int] = {}
-            pos = scan_records(raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES)
+            pos = scan_records(
+                raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES
+            )
             total = total + _size_records(scanned, changes)
     return total
 

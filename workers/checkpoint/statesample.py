@@ -90,13 +90,24 @@ def sample_state_rows(
 
 
 def _first_rocksdb_rows(
-    storage: CheckpointStorage, store_dir: StateStoreDir, version: int, limit: int,
-    codec: str | None, unique_id: str | None, max_read_bytes: int | None,
+    storage: CheckpointStorage,
+    store_dir: StateStoreDir,
+    version: int,
+    limit: int,
+    codec: str | None,
+    unique_id: str | None,
+    max_read_bytes: int | None,
 ) -> list[tuple[bytes, bytes, str]]:
     """The first ``limit`` rows as UnsafeRows (the encoding version byte checked and cut off)."""
-    with open_rocksdb_rows(storage, store_dir, version, codec=codec, unique_id=unique_id, max_read_bytes=max_read_bytes) as rows:
+    with open_rocksdb_rows(
+        storage, store_dir, version, codec=codec, unique_id=unique_id, max_read_bytes=max_read_bytes
+    ) as rows:
         return [
-            (strip_encoding_version(key, source=source, what="key"), strip_encoding_version(value, source=source, what="value"), source)
+            (
+                strip_encoding_version(key, source=source, what="key"),
+                strip_encoding_version(value, source=source, what="value"),
+                source,
+            )
             for key, value, source in islice(rows, limit)
         ]
 
@@ -106,14 +117,14 @@ def load_state_rows(
 ) -> dict[bytes, tuple[bytes, str]]:
     """Rebuild the store's map at ``version``: key bytes -> (value bytes, path of the file that put it)."""
     if detect_provider(store_dir.files) == "rocksdb":
-        raise CheckpointError(store_dir.path, "a RocksDB store has no map of files to rebuild: see rocksdbrows.open_rocksdb_rows")
+        raise CheckpointError(
+            store_dir.path, "a RocksDB store has no map of files to rebuild: see rocksdbrows.open_rocksdb_rows"
+        )
     state_files, _ = parse_hdfs_state_files(store_dir.files)
     rows: dict[bytes, tuple[bytes, str]] = {}
     for state_file in files_for_version(state_files, version, source=store_dir.path):
         path = f"{store_dir.path}/{state_file.name}"
-        raw = decompress_state_file(
-            storage.read_bytes(path, max_bytes=MAX_STATE_FILE_BYTES), source=path, codec=codec
-        )
+        raw = decompress_state_file(storage.read_bytes(path, max_bytes=MAX_STATE_FILE_BYTES), source=path, codec=codec)
         records = iter_state_records(
             raw, source=path, row_checksum=row_checksum, removals_allowed=not state_file.is_snapshot
         )

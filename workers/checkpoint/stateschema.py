@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
-from .logfile import JsonSite, get_object, get_required_long, get_required_str, parse_json_object, parse_log_file
 from .layout import parse_batch_id
 from .logdir import list_batch_ids
+from .logfile import JsonSite, get_object, get_required_long, get_required_str, parse_json_object, parse_log_file
 from .sparktypes import StructType, parse_struct_type
 from .stateinventory import DEFAULT_STORE_NAME
 

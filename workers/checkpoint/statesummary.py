@@ -125,7 +125,9 @@ def summarize_state(
     ``listing`` of the checkpoint taken just before saves listing the state directories again.
     """
     stores = list_state_store_dirs(listing or storage)  # type: ignore[arg-type]
-    return summarize_state_stores(storage, stores, version=version, conf=conf, commits=commits, max_read_bytes=max_read_bytes)
+    return summarize_state_stores(
+        storage, stores, version=version, conf=conf, commits=commits, max_read_bytes=max_read_bytes
+    )
 
 
 def summarize_state_stores(
@@ -148,7 +150,9 @@ def summarize_state_stores(
     return summaries
 
 
-def read_checkpoint_state(storage: CheckpointStorage, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES) -> list[StatePartitionSummary]:
+def read_checkpoint_state(
+    storage: CheckpointStorage, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES
+) -> list[StatePartitionSummary]:
     """Summarize the state of a checkpoint at the version a restart loads.
 
     Reads the logs for what that needs: the newest offsets file (the pinned codec and row
@@ -161,7 +165,13 @@ def read_checkpoint_state(storage: CheckpointStorage, *, max_read_bytes: int = D
         with contextlib.suppress(CheckpointError):
             commits[batch_id] = read_commit(storage, batch_id)
     version = max(commits) + 1 if commits else None
-    return summarize_state(storage, version=version, conf=latest_state_conf(storage, offset_ids), commits=commits, max_read_bytes=max_read_bytes)
+    return summarize_state(
+        storage,
+        version=version,
+        conf=latest_state_conf(storage, offset_ids),
+        commits=commits,
+        max_read_bytes=max_read_bytes,
+    )
 
 
 def latest_state_conf(storage: CheckpointStorage, offset_ids: Sequence[int]) -> StateConf:
@@ -205,7 +215,12 @@ def _store_total(operator: int, store: str, parts: Sequence[StatePartitionSummar
 
 
 def _hdfs_partition(
-    storage: CheckpointStorage, store: StateStoreDir, provider: str, version: int | None, conf: StateConf, max_read_bytes: int
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    provider: str,
+    version: int | None,
+    conf: StateConf,
+    max_read_bytes: int,
 ) -> StatePartitionSummary:
     summary = summarize_hdfs_store(store.files)
     rows, note = _hdfs_rows(storage, store, version, conf, max_read_bytes)
@@ -254,8 +269,12 @@ def _hdfs_rows(
 
 
 def _rocksdb_partition(
-    storage: CheckpointStorage, store: StateStoreDir, version: int | None, conf: StateConf,
-    commits: Mapping[int, CommitMetadata], max_read_bytes: int,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    version: int | None,
+    conf: StateConf,
+    commits: Mapping[int, CommitMetadata],
+    max_read_bytes: int,
 ) -> StatePartitionSummary:
     # The commit log lists each partition's store ids in store order; only the default store's
     # place (0) is certain, so named stores of format 2 fall back to the ids their files carry.
@@ -264,7 +283,9 @@ def _rocksdb_partition(
         if store.store == DEFAULT_STORE_NAME
         else None
     )
-    summary = summarize_rocksdb_store(storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids)
+    summary = summarize_rocksdb_store(
+        storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids
+    )
     latest = summary.latest
     at_version = next((state for state in summary.versions if state.version == version), None)
     rows, note = _rocksdb_rows(storage, store, at_version, version, conf, summary.errors, max_read_bytes)
@@ -288,19 +309,31 @@ def _rocksdb_partition(
 
 
 def _rocksdb_rows(
-    storage: CheckpointStorage, store: StateStoreDir, at_version: RocksDBVersionState | None, version: int | None,
-    conf: StateConf, errors: Sequence[str], max_read_bytes: int,
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    at_version: RocksDBVersionState | None,
+    version: int | None,
+    conf: StateConf,
+    errors: Sequence[str],
+    max_read_bytes: int,
 ) -> tuple[int | None, str]:
     """The rows at ``version``: the summary's cheap count, else the SST files read (rocksdbrows)."""
     if at_version is None:
-        return None, f"version {version} is not among the store's files" if version is not None else "no committed batch"
+        return (
+            None,
+            f"version {version} is not among the store's files" if version is not None else "no committed batch",
+        )
     if at_version.num_rows is not None:
         return at_version.num_rows, "; ".join(errors)
     if not at_version.is_loadable:
         return None, at_version.num_rows_source
     try:
         count = read_rocksdb_rows(
-            storage, store, at_version.version, codec=conf.codec, unique_id=at_version.chain.unique_id,
+            storage,
+            store,
+            at_version.version,
+            codec=conf.codec,
+            unique_id=at_version.chain.unique_id,
             max_read_bytes=max_read_bytes,
         )
     except CheckpointError as exc:

@@ -179,10 +179,14 @@ class CheckpointStorage:
         # out of them, which reads check (None: every place is allowed).
         # Each ends with one separator, so a prefix test is a containment test (root /a does not
         # hold /ab); it is called once per file read, where os.path.commonpath cost ten times more.
-        self._real_roots = None if allowed_roots is None else tuple(
-            os.path.realpath(root.path).rstrip(os.sep) + os.sep
-            for root in map(_parse_location, allowed_roots)
-            if root.protocol == "file"
+        self._real_roots = (
+            None
+            if allowed_roots is None
+            else tuple(
+                os.path.realpath(root.path).rstrip(os.sep) + os.sep
+                for root in map(_parse_location, allowed_roots)
+                if root.protocol == "file"
+            )
         )
         try:
             self._fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
@@ -238,7 +242,11 @@ class CheckpointStorage:
         # more than the budget is ever held in memory.
         end = None if max_bytes is None else start + max_bytes + 1
         try:
-            content = self._read_local(path, relpath, start, end) if self._is_local else self._fs.cat_file(path, start=start, end=end)
+            content = (
+                self._read_local(path, relpath, start, end)
+                if self._is_local
+                else self._fs.cat_file(path, start=start, end=end)
+            )
         except _BACKEND_ERRORS as exc:
             content = b"" if self._asked_past_the_end(path, start, exc) else exc
         result = self._checked_content(relpath, content, max_bytes)
@@ -256,7 +264,9 @@ class CheckpointStorage:
         """Whether read_many has several reads in flight (an async filesystem: s3fs, gcsfs, adlfs...)."""
         return not self._is_local and isinstance(self._fs, fsspec.asyn.AsyncFileSystem)
 
-    def read_many(self, relpaths: Sequence[str], *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> dict[str, bytes | CheckpointError]:
+    def read_many(
+        self, relpaths: Sequence[str], *, max_bytes: int | None = MAX_LOG_FILE_BYTES
+    ) -> dict[str, bytes | CheckpointError]:
         """Read whole files; each maps to its content or to the error read_bytes would raise.
 
         On an async filesystem REMOTE_READS_IN_FLIGHT GETs are in flight at a time (fsspec's
@@ -276,7 +286,9 @@ class CheckpointStorage:
         end = None if max_bytes is None else max_bytes + 1
         self.calls.read += len(paths)
         try:
-            contents = self._fs.cat_ranges(list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT)
+            contents = self._fs.cat_ranges(
+                list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT
+            )
         except _BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
             contents = [exc] * len(paths)
         for (relpath, path), content in zip(paths.items(), contents):
@@ -311,7 +323,9 @@ class CheckpointStorage:
         except CheckpointError as exc:
             return exc
 
-    def _checked_content(self, relpath: str, content: bytes | BaseException, max_bytes: int | None) -> bytes | CheckpointError:
+    def _checked_content(
+        self, relpath: str, content: bytes | BaseException, max_bytes: int | None
+    ) -> bytes | CheckpointError:
         """One result of cat_ranges as read_range would have returned or raised it."""
         if isinstance(content, FileNotFoundError):
             return MissingFileError(relpath, "no such file")
@@ -347,7 +361,9 @@ class CheckpointStorage:
                 else:
                     # Then the size the file has now, plus one byte to see its end in the same
                     # call (a full chunk per small file cost 20 us).
-                    wanted = min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
+                    wanted = (
+                        min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
+                    )
                 wanted = wanted if end is None else min(wanted, end - position)
                 chunk = os.read(descriptor, wanted)
                 chunks.append(chunk)
@@ -472,7 +488,9 @@ class CheckpointStorage:
             raise _storage_error(relpath or ".", "cannot look the path up", exc) from exc
         # As reads do, refuse what a symbolic link leads out of the allowed roots.
         if self._real_roots is not None and not (os.path.realpath(path) + os.sep).startswith(self._real_roots):
-            raise PathNotAllowedError(relpath or self.url, "the path is a symbolic link to a place outside the allowed roots")
+            raise PathNotAllowedError(
+                relpath or self.url, "the path is a symbolic link to a place outside the allowed roots"
+            )
         return FileInfo(posixpath.basename(path), status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode))
 
     def exists(self, relpath: str) -> bool:

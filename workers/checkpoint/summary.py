@@ -17,9 +17,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import CheckpointError
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
-from .offsets import offset_as_json
 from .logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
-from .metadatalog import DEFAULT_COMPACT_INTERVAL, MetadataLogSummary, file_source_log_dirs, read_metadata_log, sink_log_location
+from .metadatalog import (
+    DEFAULT_COMPACT_INTERVAL,
+    MetadataLogSummary,
+    file_source_log_dirs,
+    read_metadata_log,
+    sink_log_location,
+)
+from .offsets import offset_as_json
 
 if TYPE_CHECKING:
     from .storage import CheckpointStorage

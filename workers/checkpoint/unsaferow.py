@@ -43,7 +43,7 @@ from .sparktypes import (
 )
 
 _EPOCH = datetime.datetime(1970, 1, 1)
-_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 _INT64 = struct.Struct("<q")
 _UINT64 = struct.Struct("<Q")

@@ -5,6 +5,7 @@ the checkpoints it writes, then runs gunicorn, a Celery worker and celery beat u
 SIGTERM, when it stops every process it started. A process that exits meanwhile is started again
 and said so (dashboards/management/supervisor.py), instead of ending the demo.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--seconds", type=int, default=0, help="Stop after this many seconds (0: run until interrupted).")
+        parser.add_argument(
+            "--seconds", type=int, default=0, help="Stop after this many seconds (0: run until interrupted)."
+        )
 
     def handle(self, *args, port: int, seconds: int, **options) -> None:
         call_command("migrate", verbosity=0)
@@ -45,13 +48,19 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _raise_keyboard_interrupt)
         try:
-            ingest = {"CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}", "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token()}
+            ingest = {
+                "CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}",
+                "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token(),
+            }
             pipeline_env = {**os.environ, **ingest}
             # Started again after a crash, it resumes its queries from their checkpoints, which are
             # registered already: its output then goes straight to ours.
             pipeline = supervisor.start(
-                "the PySpark demo pipeline", [sys.executable, "-m", "pipelines.demo", str(_demo_dir())],
-                stdout=subprocess.PIPE, env=pipeline_env, restart_kwargs={"env": pipeline_env},
+                "the PySpark demo pipeline",
+                [sys.executable, "-m", "pipelines.demo", str(_demo_dir())],
+                stdout=subprocess.PIPE,
+                env=pipeline_env,
+                restart_kwargs={"env": pipeline_env},
             )
             self._register_demo_checkpoints(pipeline)
             supervisor.start("the Celery worker", _celery("worker", "--loglevel=INFO", "--concurrency=2"))
@@ -60,7 +69,9 @@ class Command(BaseCommand):
                 "the web server (gunicorn)",
                 [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
             )
-            self.stdout.write(self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}"))
+            self.stdout.write(
+                self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}")
+            )
             self.stdout.write("Press Ctrl-C to stop everything.")
             _supervise(supervisor, seconds)
         except KeyboardInterrupt:
@@ -82,7 +93,11 @@ class Command(BaseCommand):
             parts = line.decode().split()
             if parts[:1] == ["checkpoint"] and len(parts) == 4:
                 call_command(
-                    "register_checkpoint", parts[1], parts[2], sink_log=parts[3], interval=DEMO_SYNC_INTERVAL_SECONDS,
+                    "register_checkpoint",
+                    parts[1],
+                    parts[2],
+                    sink_log=parts[3],
+                    interval=DEMO_SYNC_INTERVAL_SECONDS,
                     compact_interval=DEMO_COMPACT_INTERVAL,
                     stdout=self.stdout,
                 )

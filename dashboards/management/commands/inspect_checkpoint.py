@@ -8,6 +8,7 @@ status 1 and the reason; a query that has not run a batch yet is summarised with
 as a ckptweb server has them, or as storage has them when that server is unreachable or behind
 (workers.checkpoint.client), and says which and why.
 """
+
 import json
 import os
 from dataclasses import asdict
@@ -57,11 +58,20 @@ class Command(BaseCommand):
             help="Base URL of a ckptweb server (https://ckptweb.example): print its view of the batches, or storage's when "
             "it is unreachable or behind.",
         )
-        parser.add_argument("--token", help=f"API token for --via (default: the {API_TOKEN_VARIABLE} environment variable).")
+        parser.add_argument(
+            "--token", help=f"API token for --via (default: the {API_TOKEN_VARIABLE} environment variable)."
+        )
 
     def handle(
-        self, *args, url: str, json: bool = False, sink_log: str | None = None,
-        compact_interval: int = DEFAULT_COMPACT_INTERVAL, via: str | None = None, token: str | None = None, **options,
+        self,
+        *args,
+        url: str,
+        json: bool = False,
+        sink_log: str | None = None,
+        compact_interval: int = DEFAULT_COMPACT_INTERVAL,
+        via: str | None = None,
+        token: str | None = None,
+        **options,
     ) -> None:
         if via is not None:
             self.stdout.write(_inspect_via(url, via, token or os.environ.get(API_TOKEN_VARIABLE, ""), as_json=json))
@@ -70,7 +80,9 @@ class Command(BaseCommand):
             raise CommandError("--compact-interval must be at least 1")
         try:
             storage, sink_storage = self._open_checked(url, sink_log)
-            summary = summarize_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval).as_json()
+            summary = summarize_checkpoint(
+                storage, sink_log=sink_storage, default_compact_interval=compact_interval
+            ).as_json()
             summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
             findings = check_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval)
             summary["findings"] = [asdict(finding) for finding in findings]
@@ -80,7 +92,6 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(summary))
         else:
             self.stdout.write(_text(summary))
-
 
     def _open_checked(self, url: str, sink_log: str | None) -> tuple[CheckpointStorage, CheckpointStorage | None]:
         """Open the checkpoint and the sink log, refusing paths that hold neither (CheckpointError)."""
@@ -108,7 +119,9 @@ def _inspect_via(url: str, server: str, token: str, *, as_json: bool) -> str:
 
 
 def _view_text(view: CheckpointView) -> str:
-    origin = f"server ({view.name}, signature {view.signature})" if view.source == "server" else f"storage: {view.reason}"
+    origin = (
+        f"server ({view.name}, signature {view.signature})" if view.source == "server" else f"storage: {view.reason}"
+    )
     uncommitted = [str(batch.batch_id) for batch in view.batches if not batch.is_committed]
     lines = [
         f"source:      {origin}",
@@ -117,7 +130,8 @@ def _view_text(view: CheckpointView) -> str:
         f"uncommitted: {', '.join(uncommitted) or 'none'}",
     ]
     lines += [
-        f"batch {batch.batch_id}:".ljust(13) + f"timestamp {batch.timestamp_ms} ms, watermark {batch.watermark_ms} ms, "
+        f"batch {batch.batch_id}:".ljust(13)
+        + f"timestamp {batch.timestamp_ms} ms, watermark {batch.watermark_ms} ms, "
         + ("committed" if batch.is_committed else "not committed")
         for batch in view.batches
     ]
@@ -149,7 +163,8 @@ def _text(summary: dict) -> str:
 def _log_line(log: dict) -> str:
     compactions = "[" + ", ".join(map(str, log["compact_batches"])) + "]"
     return (
-        f"{log['kind']} log:".ljust(13) + f"{log['path']}: latest batch {log['latest_batch']}, interval {log['compact_interval']}, "
+        f"{log['kind']} log:".ljust(13)
+        + f"{log['path']}: latest batch {log['latest_batch']}, interval {log['compact_interval']}, "
         f"compactions {compactions}, {log['live_entries']} live entries, "
         f"latest compact file {log['latest_compact_bytes']} bytes"
     )

@@ -4,6 +4,7 @@ The same form as the web page validates it (a path that holds no checkpoint, or 
 holds no file sink log, is refused with the reason and exit status 1), and the same audit entry
 records it, under the name of the shell user.
 """
+
 import getpass
 
 from django.core.management.base import BaseCommand, CommandError
@@ -21,18 +22,37 @@ class Command(BaseCommand):
         parser.add_argument("url")
         parser.add_argument("--interval", type=int, default=None, help="Sync interval in seconds.")
         parser.add_argument(
-            "--sink-log", default="", help="Output directory of the query's file sink, or its _spark_metadata directory."
+            "--sink-log",
+            default="",
+            help="Output directory of the query's file sink, or its _spark_metadata directory.",
         )
-        parser.add_argument("--compact-interval", type=int, default=None, help="The query's fileSink/fileSource.log.compactInterval.")
+        parser.add_argument(
+            "--compact-interval", type=int, default=None, help="The query's fileSink/fileSource.log.compactInterval."
+        )
 
     def handle(
-        self, *args, name: str, url: str, interval: int | None, sink_log: str = "", compact_interval: int | None = None, **options
+        self,
+        *args,
+        name: str,
+        url: str,
+        interval: int | None,
+        sink_log: str = "",
+        compact_interval: int | None = None,
+        **options,
     ) -> None:
         instance = Checkpoint.objects.filter(name=name).first()
-        data = {"name": name, "url": url, "sink_log_url": sink_log, "file_log_compact_interval": compact_interval, "is_enabled": True}
+        data = {
+            "name": name,
+            "url": url,
+            "sink_log_url": sink_log,
+            "file_log_compact_interval": compact_interval,
+            "is_enabled": True,
+        }
         if compact_interval is None and instance is not None:
             data["file_log_compact_interval"] = instance.file_log_compact_interval
-        data["sync_interval_seconds"] = interval or (instance.sync_interval_seconds if instance else Checkpoint().sync_interval_seconds)
+        data["sync_interval_seconds"] = interval or (
+            instance.sync_interval_seconds if instance else Checkpoint().sync_interval_seconds
+        )
         form = CheckpointForm(data, instance=instance)
         if not form.is_valid():
             raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import fsspec
 import pytest
+
 from fixture_paths import SPARK_TEST_RESOURCES
 
 # Every metadata-log file among the fixtures, by kind. test_corrupt_inputs.py checks that these

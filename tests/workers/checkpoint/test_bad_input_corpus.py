@@ -16,6 +16,7 @@ import shutil
 import signal
 
 import pytest
+
 from bad_input_corpus import (
     KINDS,
     BadFile,
@@ -24,7 +25,6 @@ from bad_input_corpus import (
     counts_by_category,
     write_corpus_file,
 )
-
 from workers.checkpoint import CheckpointError
 
 CORPUS = bad_input_corpus()
@@ -78,8 +78,18 @@ def test_the_corpus_holds_at_least_300_files_covering_every_category():
     counts = counts_by_category(CORPUS, is_root=IS_ROOT)
     assert sum(counts.values()) >= 300, counts
     assert set(counts) >= {
-        "truncated", "flipped_bytes", "wrong_magic", "bad_lengths", "unknown_version", "invalid_utf8",
-        "invalid_json", "empty", "enormous", "deep_nesting", "symlinks", "unreadable",
+        "truncated",
+        "flipped_bytes",
+        "wrong_magic",
+        "bad_lengths",
+        "unknown_version",
+        "invalid_utf8",
+        "invalid_json",
+        "empty",
+        "enormous",
+        "deep_nesting",
+        "symlinks",
+        "unreadable",
     }
     assert {bad.kind for bad in CORPUS} == set(KINDS)
 
@@ -152,6 +162,11 @@ def test_an_event_log_line_just_under_the_read_limit_is_decoded_within_the_addre
             out.write(b"y" * (1 << 20))
         out.write(b'"}}\n')
     kind = KINDS["event_log"]
-    written = WrittenBadFile(BadFile("enormous", "event_log", "200MB-line", None, None), tmp_path / "allowed",
-                             tmp_path / "allowed", kind.relpath, kind.read)
+    written = WrittenBadFile(
+        BadFile("enormous", "event_log", "200MB-line", None, None),
+        tmp_path / "allowed",
+        tmp_path / "allowed",
+        kind.relpath,
+        kind.read,
+    )
     assert _read_in_a_limited_child(written, _virtual_memory_bytes() + ADDRESS_SPACE_HEADROOM_BYTES) == "ok"

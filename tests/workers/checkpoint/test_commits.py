@@ -42,9 +42,7 @@ def test_version_2_commit_gives_state_unique_ids_per_operator_and_partition():
     assert parse_commit(data, source="commits/5") == CommitMetadata(
         version=2,
         next_batch_watermark_ms=1704067192000,
-        state_unique_ids={
-            0: [["cb8338b7-0000-4000-8000-000000000001"], ["5e375161-0000-4000-8000-000000000002"]]
-        },
+        state_unique_ids={0: [["cb8338b7-0000-4000-8000-000000000001"], ["5e375161-0000-4000-8000-000000000002"]]},
         sink_metadata=None,
     )
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint import (
     CheckpointError,
     CorruptFileError,
@@ -157,7 +157,16 @@ def test_missing_source_batch_id_is_corrupt():
         b"\xff\xfe",
         b"{}",
     ],
-    ids=["empty", "array", "empty-object", "path-not-string", "timestamp-not-long", "blank-line", "not-utf8", "no-version"],
+    ids=[
+        "empty",
+        "array",
+        "empty-object",
+        "path-not-string",
+        "timestamp-not-long",
+        "blank-line",
+        "not-utf8",
+        "no-version",
+    ],
 )
 def test_damaged_source_lines_raise_a_checkpoint_error_naming_the_file(data):
     with pytest.raises(CheckpointError, match=r"^sources/0/1: "):
@@ -267,7 +276,12 @@ def test_nothing_expires_until_interval_batches_past_the_retained_ones():
 
 def test_files_before_the_needed_compaction_expire_once_old_enough():
     # batch 29, retain 5: min batch 25 is read through compaction 19, so 0..18 may go.
-    names = [str(b) for b in range(9)] + ["9.compact"] + [str(b) for b in range(10, 19)] + ["19.compact", "20", "29.compact"]
+    names = (
+        [str(b) for b in range(9)]
+        + ["9.compact"]
+        + [str(b) for b in range(10, 19)]
+        + ["19.compact", "20", "29.compact"]
+    )
     planned = plan_expired_files(29, interval=10, min_batches_to_retain=5, files=_listing(names), now=NOW)
     assert planned == tuple(names[:19])
     assert "19.compact" not in planned
@@ -289,4 +303,6 @@ def test_checksums_temporaries_and_directories_are_never_planned():
 
 def test_the_cleanup_delay_is_configurable():
     files = _listing(["0"], mtime=RECENT)
-    assert plan_expired_files(29, interval=10, min_batches_to_retain=5, files=files, now=NOW, cleanup_delay_seconds=60) == ("0",)
+    assert plan_expired_files(
+        29, interval=10, min_batches_to_retain=5, files=files, now=NOW, cleanup_delay_seconds=60
+    ) == ("0",)

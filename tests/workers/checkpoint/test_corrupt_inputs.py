@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from workers.checkpoint import (
     CheckpointError,
     CheckpointStorage,
@@ -141,37 +141,110 @@ def test_damaged_metadata_file_raises_a_corrupt_file_error_naming_it(
 @pytest.mark.parametrize(
     ("parse", "data", "error_class", "message"),
     [
-        (parse_offset_seq, b"v1", TruncatedFileError, "offsets/9: the file ends before the metadata line (line 2) (at byte 2)"),
-        (parse_offset_seq, b"v3\n{}", UnsupportedVersionError, "offsets/9: log version v3 is newer than the supported v2"),
-        (parse_offset_seq, b"v1\n{\n0", CorruptFileError,
-         "offsets/9: line 2 (metadata): invalid JSON: Expecting property name enclosed in double quotes (at byte 4)"),
-        (parse_offset_seq, b'v1\n  {"batchWatermarkMs":1.5}', CorruptFileError,
-         "offsets/9: line 2 (metadata): 'batchWatermarkMs' must be a long integer, found 1.5 (at byte 5)"),
-        (parse_offset_seq, b'v1\n{"batchTimestampMs":9223372036854775808}', CorruptFileError,
-         "offsets/9: line 2 (metadata): 'batchTimestampMs' must be a long integer, found 9223372036854775808 (at byte 3)"),
-        (parse_offset_seq, b'v1\n{"conf":[]}', CorruptFileError,
-         "offsets/9: line 2 (metadata): 'conf' must be a JSON object, found [] (at byte 3)"),
-        (parse_offset_seq, b'v1\n{"conf":{"spark.sql.shuffle.partitions":5}}', CorruptFileError,
-         "offsets/9: line 2 (metadata): conf value of 'spark.sql.shuffle.partitions' must be a string (at byte 3)"),
-        (parse_offset_seq, b"v2\n\n0:1", CorruptFileError, "offsets/9: line 2: an offset log v2 file requires metadata (at byte 3)"),
-        (parse_offset_seq, b"v2\n{}\n0:1\n17", CorruptFileError, "offsets/9: line 4: expected 'sourceId:offset', found '17' (at byte 10)"),
-        (parse_offset_seq, b'v2\n{"sourceMetadataInfo":{"0":"rate"}}', CorruptFileError,
-         "offsets/9: line 2 (metadata): sourceMetadataInfo entry '0' must be a JSON object, found 'rate' (at byte 3)"),
+        (
+            parse_offset_seq,
+            b"v1",
+            TruncatedFileError,
+            "offsets/9: the file ends before the metadata line (line 2) (at byte 2)",
+        ),
+        (
+            parse_offset_seq,
+            b"v3\n{}",
+            UnsupportedVersionError,
+            "offsets/9: log version v3 is newer than the supported v2",
+        ),
+        (
+            parse_offset_seq,
+            b"v1\n{\n0",
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): invalid JSON: Expecting property name enclosed in double quotes (at byte 4)",
+        ),
+        (
+            parse_offset_seq,
+            b'v1\n  {"batchWatermarkMs":1.5}',
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): 'batchWatermarkMs' must be a long integer, found 1.5 (at byte 5)",
+        ),
+        (
+            parse_offset_seq,
+            b'v1\n{"batchTimestampMs":9223372036854775808}',
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): 'batchTimestampMs' must be a long integer, found 9223372036854775808 (at byte 3)",
+        ),
+        (
+            parse_offset_seq,
+            b'v1\n{"conf":[]}',
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): 'conf' must be a JSON object, found [] (at byte 3)",
+        ),
+        (
+            parse_offset_seq,
+            b'v1\n{"conf":{"spark.sql.shuffle.partitions":5}}',
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): conf value of 'spark.sql.shuffle.partitions' must be a string (at byte 3)",
+        ),
+        (
+            parse_offset_seq,
+            b"v2\n\n0:1",
+            CorruptFileError,
+            "offsets/9: line 2: an offset log v2 file requires metadata (at byte 3)",
+        ),
+        (
+            parse_offset_seq,
+            b"v2\n{}\n0:1\n17",
+            CorruptFileError,
+            "offsets/9: line 4: expected 'sourceId:offset', found '17' (at byte 10)",
+        ),
+        (
+            parse_offset_seq,
+            b'v2\n{"sourceMetadataInfo":{"0":"rate"}}',
+            CorruptFileError,
+            "offsets/9: line 2 (metadata): sourceMetadataInfo entry '0' must be a JSON object, found 'rate' (at byte 3)",
+        ),
         (parse_commit, b"", IncompleteLogFileError, "commits/7: Incomplete log file: the file is empty"),
         (parse_commit, b"v4\n{}", UnsupportedVersionError, "commits/7: log version v4 is newer than the supported v3"),
-        (parse_commit, b"{}", CorruptFileError,
-         "commits/7: Log file was malformed: failed to read correct log version from '{}' (at byte 0)"),
-        (parse_commit, b'v1\n{"nextBatchWatermarkMs":', CorruptFileError,
-         "commits/7: line 2 (commit metadata): invalid JSON: Expecting value (at byte 27)"),
-        (parse_commit, b"v1\n\n", CorruptFileError, "commits/7: line 2 (commit metadata): invalid JSON: Expecting value (at byte 3)"),
-        (parse_commit, b'v1\n{"nextBatchWatermarkMs":"0"}', CorruptFileError,
-         "commits/7: line 2 (commit metadata): 'nextBatchWatermarkMs' must be a long integer, found '0' (at byte 3)"),
-        (parse_commit, b'v2\n{"stateUniqueIds":{"0":["a"]}}', CorruptFileError,
-         "commits/7: line 2 (commit metadata): stateUniqueIds of operator '0' is not a list of id lists (at byte 3)"),
-        (parse_commit, b'v2\n{"stateUniqueIds":{"op":[["a"]]}}', CorruptFileError,
-         "commits/7: line 2 (commit metadata): stateUniqueIds of operator 'op' is not a list of id lists (at byte 3)"),
-        (parse_commit, b'v3\n{"sinkMetadataMap":{"s":1}}', CorruptFileError,
-         "commits/7: line 2 (commit metadata): sinkMetadataMap entry 's' must be a JSON object, found 1 (at byte 3)"),
+        (
+            parse_commit,
+            b"{}",
+            CorruptFileError,
+            "commits/7: Log file was malformed: failed to read correct log version from '{}' (at byte 0)",
+        ),
+        (
+            parse_commit,
+            b'v1\n{"nextBatchWatermarkMs":',
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): invalid JSON: Expecting value (at byte 27)",
+        ),
+        (
+            parse_commit,
+            b"v1\n\n",
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): invalid JSON: Expecting value (at byte 3)",
+        ),
+        (
+            parse_commit,
+            b'v1\n{"nextBatchWatermarkMs":"0"}',
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): 'nextBatchWatermarkMs' must be a long integer, found '0' (at byte 3)",
+        ),
+        (
+            parse_commit,
+            b'v2\n{"stateUniqueIds":{"0":["a"]}}',
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): stateUniqueIds of operator '0' is not a list of id lists (at byte 3)",
+        ),
+        (
+            parse_commit,
+            b'v2\n{"stateUniqueIds":{"op":[["a"]]}}',
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): stateUniqueIds of operator 'op' is not a list of id lists (at byte 3)",
+        ),
+        (
+            parse_commit,
+            b'v3\n{"sinkMetadataMap":{"s":1}}',
+            CorruptFileError,
+            "commits/7: line 2 (commit metadata): sinkMetadataMap entry 's' must be a JSON object, found 1 (at byte 3)",
+        ),
     ],
 )
 def test_each_kind_of_damage_gives_its_exact_message(parse, data, error_class, message):
@@ -202,7 +275,9 @@ def test_the_corpus_holds_compaction_files_of_both_kinds():
     assert any(p.name.endswith(".compact") for p in SOURCE_FILES)
 
 
-@pytest.mark.parametrize(("parse", "path"), CORPUS, ids=lambda v: v.parent.name + "/" + v.name if isinstance(v, Path) else v.__name__)
+@pytest.mark.parametrize(
+    ("parse", "path"), CORPUS, ids=lambda v: v.parent.name + "/" + v.name if isinstance(v, Path) else v.__name__
+)
 def test_every_truncation_and_byte_flip_parses_or_raises_a_checkpoint_error(parse, path):
     data = path.read_bytes()
     source = f"{path.parent.name}/{path.name}"

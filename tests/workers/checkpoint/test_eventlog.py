@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, TruncatedFileError, UnsupportedCodecError
 from workers.checkpoint.eventlog import (
     EventLogPosition,
@@ -112,7 +112,8 @@ def test_in_progress_logs_are_found_under_their_final_names(tmp_path):
     (tmp_path / "not-a-log-dir").mkdir()
     logs = find_event_logs(CheckpointStorage(str(tmp_path)))
     assert [(log.name, log.is_rolling, log.is_in_progress) for log in logs] == [
-        ("app-1.zstd", False, True), ("eventlog_v2_app-2", True, True),
+        ("app-1.zstd", False, True),
+        ("eventlog_v2_app-2", True, True),
     ]
     assert logs[0].files[0].key == "app-1.zstd" and logs[0].files[0].codec == "zstd"
     assert logs[1].files == ()
@@ -120,8 +121,14 @@ def test_in_progress_logs_are_found_under_their_final_names(tmp_path):
 
 @pytest.mark.parametrize(
     "name, codec",
-    [("local-1", None), ("local-1.inprogress", None), ("app_1.lz4.inprogress", "lz4"),
-     ("events_3_app_1.zstd", "zstd"), ("events_3_app_1.zstd.compact", "zstd"), ("app_1.lzf", "lzf")],
+    [
+        ("local-1", None),
+        ("local-1.inprogress", None),
+        ("app_1.lz4.inprogress", "lz4"),
+        ("events_3_app_1.zstd", "zstd"),
+        ("events_3_app_1.zstd.compact", "zstd"),
+        ("app_1.lzf", "lzf"),
+    ],
 )
 def test_the_codec_is_the_extension_after_the_app_id(name, codec):
     assert codec_of(name) == codec
@@ -232,9 +239,17 @@ def _copy_rolling(tmp_path: Path, *, in_progress: bool) -> tuple[Path, str]:
 ZSTD_DATA = zstd_file().read_bytes()
 ZSTD_FRAME_ENDS = zstd_frame_ends(ZSTD_DATA)
 # At frame ends, inside the first, a middle and the last frame, and inside a frame header.
-ZSTD_CUTS = sorted({ZSTD_FRAME_ENDS[0], ZSTD_FRAME_ENDS[len(ZSTD_FRAME_ENDS) // 2], ZSTD_FRAME_ENDS[-2],
-                    ZSTD_FRAME_ENDS[0] // 2, (ZSTD_FRAME_ENDS[20] + ZSTD_FRAME_ENDS[21]) // 2,
-                    ZSTD_FRAME_ENDS[-2] + 3, len(ZSTD_DATA) - 1})
+ZSTD_CUTS = sorted(
+    {
+        ZSTD_FRAME_ENDS[0],
+        ZSTD_FRAME_ENDS[len(ZSTD_FRAME_ENDS) // 2],
+        ZSTD_FRAME_ENDS[-2],
+        ZSTD_FRAME_ENDS[0] // 2,
+        (ZSTD_FRAME_ENDS[20] + ZSTD_FRAME_ENDS[21]) // 2,
+        ZSTD_FRAME_ENDS[-2] + 3,
+        len(ZSTD_DATA) - 1,
+    }
+)
 
 
 @pytest.mark.parametrize("cut", ZSTD_CUTS)
@@ -394,8 +409,9 @@ def test_byte_flips_in_a_zstd_log_raise_only_our_errors(tmp_path, flip_at):
         assert str(error).startswith(f"{directory.name}/{name}: ")
 
 
-@pytest.mark.parametrize("path", sorted(SPARK_TEST_RESOURCES.glob("query-event-logs-version-2.0.*.txt")),
-                         ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "path", sorted(SPARK_TEST_RESOURCES.glob("query-event-logs-version-2.0.*.txt")), ids=lambda path: path.name
+)
 def test_spark_2_0_event_logs_read_without_events(tmp_path, path):
     shutil.copyfile(path, tmp_path / "app-20161129000000-0000")
     events, position = tail_all(CheckpointStorage(str(tmp_path)))

@@ -19,11 +19,11 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import fuzz_seeds
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import fuzz_seeds
 from workers.checkpoint import (
     COMMIT_LOG_MAX_VERSION,
     CheckpointError,
@@ -65,7 +65,24 @@ SOURCE = "fuzz/input"
 # the readers check (lz4 block size 1 << 25, a Java int), zero.
 INTERESTING_INTS = (-1, -2, -(1 << 31), (1 << 31) - 1, 0, 1, 7, 8, 1 << 25, (1 << 25) + 1, 0x7FFFFF00)
 # Bytes that change a text format's structure when inserted.
-STRUCTURAL_TOKENS = (b"\n", b"\r\n", b"{", b"}", b"[", b"]", b'"', b",", b":", b"\\", b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"v99\n", b"[" * 2000, b"\x00")
+STRUCTURAL_TOKENS = (
+    b"\n",
+    b"\r\n",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b'"',
+    b",",
+    b":",
+    b"\\",
+    b"\xff",
+    b"\xc0\x80",
+    b"\xed\xa0\x80",
+    b"v99\n",
+    b"[" * 2000,
+    b"\x00",
+)
 
 
 RANDOM_BYTES = st.binary(max_size=512)
@@ -139,28 +156,44 @@ def _multiple_of_8_bytes() -> st.SearchStrategy[bytes]:
 
 
 TARGETS = (
-    FuzzTarget("log_file", lambda d: parse_log_file(d, source=SOURCE, max_version=COMMIT_LOG_MAX_VERSION),
-               lambda: fuzz_seeds.offset_logs() + fuzz_seeds.commit_logs()),
+    FuzzTarget(
+        "log_file",
+        lambda d: parse_log_file(d, source=SOURCE, max_version=COMMIT_LOG_MAX_VERSION),
+        lambda: fuzz_seeds.offset_logs() + fuzz_seeds.commit_logs(),
+    ),
     FuzzTarget("offsets", lambda d: parse_offset_seq(d, source=SOURCE), fuzz_seeds.offset_logs),
     FuzzTarget("commits", lambda d: parse_commit(d, source=SOURCE), fuzz_seeds.commit_logs),
     FuzzTarget("stream_metadata", lambda d: parse_stream_metadata(d, source=SOURCE), fuzz_seeds.stream_metadata),
     FuzzTarget("sink_log", lambda d: parse_sink_log_file(d, source=SOURCE), fuzz_seeds.sink_logs),
     FuzzTarget("source_log", lambda d: parse_source_log_file(d, source=SOURCE), fuzz_seeds.source_logs),
     FuzzTarget("state_schema", lambda d: parse_state_schema_file(d, source=SOURCE), fuzz_seeds.state_schemas),
-    FuzzTarget("operator_metadata", lambda d: parse_operator_state_metadata(d, source=SOURCE), fuzz_seeds.operator_metadata),
-    FuzzTarget("lz4_block_stream", lambda d: decompress_lz4_block_stream(d, source=SOURCE, max_bytes=1 << 24),
-               fuzz_seeds.lz4_state_files),
-    FuzzTarget("zstd_state_file", lambda d: decompress_state_file(d, source=SOURCE, codec="zstd", max_bytes=1 << 24),
-               fuzz_seeds.zstd_state_files),
+    FuzzTarget(
+        "operator_metadata", lambda d: parse_operator_state_metadata(d, source=SOURCE), fuzz_seeds.operator_metadata
+    ),
+    FuzzTarget(
+        "lz4_block_stream",
+        lambda d: decompress_lz4_block_stream(d, source=SOURCE, max_bytes=1 << 24),
+        fuzz_seeds.lz4_state_files,
+    ),
+    FuzzTarget(
+        "zstd_state_file",
+        lambda d: decompress_state_file(d, source=SOURCE, codec="zstd", max_bytes=1 << 24),
+        fuzz_seeds.zstd_state_files,
+    ),
     FuzzTarget("delta_records", _delta_records, lambda: fuzz_seeds.decompressed_state_files(snapshots=False)),
     FuzzTarget("snapshot_records", _snapshot_records, lambda: fuzz_seeds.decompressed_state_files(snapshots=True)),
     FuzzTarget("rocksdb_changelog", lambda d: parse_changelog_content(d, source=SOURCE), fuzz_seeds.rocksdb_changelogs),
     FuzzTarget("rocksdb_zip", lambda d: parse_rocksdb_zip(d, source=SOURCE), fuzz_seeds.rocksdb_zips),
-    FuzzTarget("rocksdb_metadata", lambda d: parse_rocksdb_checkpoint_metadata(d, source=SOURCE),
-               fuzz_seeds.rocksdb_zip_metadata),
+    FuzzTarget(
+        "rocksdb_metadata",
+        lambda d: parse_rocksdb_checkpoint_metadata(d, source=SOURCE),
+        fuzz_seeds.rocksdb_zip_metadata,
+    ),
     FuzzTarget("unsafe_row_key", _unsafe_key_row, lambda: fuzz_seeds.unsafe_rows()[0], _multiple_of_8_bytes()),
     FuzzTarget("unsafe_row_value", _unsafe_value_row, lambda: fuzz_seeds.unsafe_rows()[1], _multiple_of_8_bytes()),
-    FuzzTarget("progress_json", lambda d: parse_streaming_query_progress(d, source=SOURCE), fuzz_seeds.progress_documents),
+    FuzzTarget(
+        "progress_json", lambda d: parse_streaming_query_progress(d, source=SOURCE), fuzz_seeds.progress_documents
+    ),
     FuzzTarget("event_log_plain", _event_log(None), fuzz_seeds.plain_event_logs, _streaming_event_lines()),
     FuzzTarget("event_log_zstd", _event_log("zstd"), fuzz_seeds.zstd_event_logs),
 )

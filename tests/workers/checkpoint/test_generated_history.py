@@ -1,4 +1,5 @@
 """bench/checkpoint_history.py writes checkpoints the library reads like a Spark-written one."""
+
 from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches, write_state_history

@@ -21,9 +21,7 @@ def test_importing_the_library_loads_no_django_celery_redis_or_plotly():
         "import sys, workers.checkpoint\n"
         f"print(sorted(name for name in sys.modules if name.split('.')[0] in {FORBIDDEN_TOP_LEVEL!r}))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES, our_fixture_checkpoints, shared_fixture_checkpoints
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES, our_fixture_checkpoints, shared_fixture_checkpoints
 from workers.checkpoint.errors import StorageError
 from workers.checkpoint.integrity import (
     CheckpointFacts,
@@ -46,7 +46,9 @@ def _findings(root: Path, *, sink: bool) -> set[tuple[str, str, str]]:
     """(severity, code, path) of every finding; the checkpoint is root/checkpoint for our fixtures."""
     checkpoint = root / "checkpoint" if (root / "checkpoint").is_dir() else root
     sink_log = CheckpointStorage(str(root / "output")) if sink else None
-    return {(f.severity, f.code, f.path) for f in check_checkpoint(CheckpointStorage(str(checkpoint)), sink_log=sink_log)}
+    return {
+        (f.severity, f.code, f.path) for f in check_checkpoint(CheckpointStorage(str(checkpoint)), sink_log=sink_log)
+    }
 
 
 @pytest.fixture
@@ -106,7 +108,9 @@ def _fixture_name(checkpoint: Path) -> str:
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS, ids=_fixture_name)
 def test_each_undamaged_fixture_gives_exactly_its_known_findings(checkpoint):
     name = _fixture_name(checkpoint)
-    found = _findings(checkpoint.parent if checkpoint.name == "checkpoint" else checkpoint, sink=name in FILE_SINK_FIXTURES)
+    found = _findings(
+        checkpoint.parent if checkpoint.name == "checkpoint" else checkpoint, sink=name in FILE_SINK_FIXTURES
+    )
     assert found == EXPECTED[name]
 
 
@@ -195,79 +199,186 @@ DAMAGES = [
     ("latest offsets file emptied", W, _write("offsets/11", b""), {("error", "log-file-empty", "offsets/11")}),
     ("old offsets file emptied", W, _write("offsets/8", b""), {("warning", "log-file-empty", "offsets/8")}),
     ("latest commit emptied", W, _write("commits/11", b""), {("error", "log-file-empty", "commits/11")}),
-    ("offsets cut after the version line", W, _cut_after_first_line("offsets/11"),
-     {("error", "log-file-incomplete", "offsets/11")}),
+    (
+        "offsets cut after the version line",
+        W,
+        _cut_after_first_line("offsets/11"),
+        {("error", "log-file-incomplete", "offsets/11")},
+    ),
     ("offsets metadata not json", W, _write("offsets/10", b"v1\n{oops"), {("error", "file-corrupt", "offsets/10")}),
-    ("offsets header bumped to v99", W, _replace_version("offsets/11", b"v99"),
-     {("error", "log-version-unsupported", "offsets/11")}),
-    ("commit header bumped to v99", W, _replace_version("commits/11", b"v99"),
-     {("error", "log-version-unsupported", "commits/11")}),
+    (
+        "offsets header bumped to v99",
+        W,
+        _replace_version("offsets/11", b"v99"),
+        {("error", "log-version-unsupported", "offsets/11")},
+    ),
+    (
+        "commit header bumped to v99",
+        W,
+        _replace_version("commits/11", b"v99"),
+        {("error", "log-version-unsupported", "commits/11")},
+    ),
     ("metadata file corrupt", W, _write("metadata", b'{"id":'), {("error", "file-corrupt", "metadata")}),
     ("metadata file deleted", W, _delete(*_with_checksum("metadata")), {("error", "metadata-missing", "metadata")}),
     ("old offsets deleted", W, _delete(*_with_checksum("offsets/9")), {("warning", "offsets-gap", "offsets/9")}),
-    ("offsets before the latest deleted", W, _delete(*_with_checksum("offsets/10")),
-     {("error", "offsets-gap", "offsets/10")}),
-    ("latest two commits deleted", W, _delete(*_with_checksum("commits/11"), *_with_checksum("commits/10")),
-     {("warning", "uncommitted-batches", "offsets/10")}),
-    ("a commit below the latest deleted", W, _delete(*_with_checksum("commits/9")),
-     {("warning", "commit-missing", "commits/9")}),
-    ("latest offsets deleted, commit kept", W, _delete(*_with_checksum("offsets/11")),
-     {("error", "commit-without-offsets", "commits/11")}),
-    ("file source compaction deleted", "file_source_dedup", _delete(*_with_checksum("sources/0/5.compact")),
-     {("error", "compact-missing", "sources/0/5.compact")}),
-    ("file source batch after the compaction deleted", "file_source_dedup", _delete(*_with_checksum("sources/0/6")),
-     {("error", "log-file-missing", "sources/0/6")}),
-    ("file source compaction bumped to v99", "file_source_dedup", _replace_version("sources/0/5.compact", b"v99"),
-     {("error", "log-version-unsupported", "sources/0/5.compact")}),
-    ("file source batch emptied", "file_source_dedup", _write("sources/0/7", b""),
-     {("error", "log-file-empty", "sources/0/7")}),
-    ("spark 4 temporary file in offsets", W, _leftover(f"offsets/.12.{TEMP_UUID}.tmp", b"v1"),
-     {("warning", "temporary-file", f"offsets/.12.{TEMP_UUID}.tmp")}),
-    ("task temporary file and its checksum in state", W,
-     lambda c: (_leftover(f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp", b"x")(c),
-                _leftover(f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc", b"crc")(c)),
-     {("warning", "temporary-file", f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp"),
-      ("warning", "temporary-file", f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc")}),
-    ("spark 2.1 metadata log temporary file", W, _leftover(f"commits/.{TEMP_UUID}.tmp", b"v1"),
-     {("warning", "temporary-file", f"commits/.{TEMP_UUID}.tmp")}),
-    ("spark 2 state store temporary file", W, _leftover("state/0/0/temp-7351190457396462398", b""),
-     {("warning", "temporary-file", "state/0/0/temp-7351190457396462398")}),
-    ("state delta deleted without its checksum", W, _delete("state/0/0/6.delta"),
-     {("warning", "orphan-checksum", "state/0/0/.6.delta.crc")}),
-    ("latest state snapshot and delta deleted", W,
-     _delete(*_with_checksum("state/0/1/12.snapshot"), *_with_checksum("state/0/1/12.delta")),
-     {("error", "state-version-missing", "state/0/1/12.delta")}),
-    ("a join store's delta deleted", "stream_stream_join",
-     _delete(*_with_checksum("state/0/1/left-keyToNumValues/11.delta")),
-     {("error", "state-version-missing", "state/0/1/left-keyToNumValues/11.delta")}),
-    ("state delta of the rerun batch deleted", "killed_mid_batch",
-     _delete(*_with_checksum("state/0/0/6.snapshot"), *_with_checksum("state/0/0/5.delta")),
-     {("error", "state-version-missing", "state/0/0/5.delta")}),
+    (
+        "offsets before the latest deleted",
+        W,
+        _delete(*_with_checksum("offsets/10")),
+        {("error", "offsets-gap", "offsets/10")},
+    ),
+    (
+        "latest two commits deleted",
+        W,
+        _delete(*_with_checksum("commits/11"), *_with_checksum("commits/10")),
+        {("warning", "uncommitted-batches", "offsets/10")},
+    ),
+    (
+        "a commit below the latest deleted",
+        W,
+        _delete(*_with_checksum("commits/9")),
+        {("warning", "commit-missing", "commits/9")},
+    ),
+    (
+        "latest offsets deleted, commit kept",
+        W,
+        _delete(*_with_checksum("offsets/11")),
+        {("error", "commit-without-offsets", "commits/11")},
+    ),
+    (
+        "file source compaction deleted",
+        "file_source_dedup",
+        _delete(*_with_checksum("sources/0/5.compact")),
+        {("error", "compact-missing", "sources/0/5.compact")},
+    ),
+    (
+        "file source batch after the compaction deleted",
+        "file_source_dedup",
+        _delete(*_with_checksum("sources/0/6")),
+        {("error", "log-file-missing", "sources/0/6")},
+    ),
+    (
+        "file source compaction bumped to v99",
+        "file_source_dedup",
+        _replace_version("sources/0/5.compact", b"v99"),
+        {("error", "log-version-unsupported", "sources/0/5.compact")},
+    ),
+    (
+        "file source batch emptied",
+        "file_source_dedup",
+        _write("sources/0/7", b""),
+        {("error", "log-file-empty", "sources/0/7")},
+    ),
+    (
+        "spark 4 temporary file in offsets",
+        W,
+        _leftover(f"offsets/.12.{TEMP_UUID}.tmp", b"v1"),
+        {("warning", "temporary-file", f"offsets/.12.{TEMP_UUID}.tmp")},
+    ),
+    (
+        "task temporary file and its checksum in state",
+        W,
+        lambda c: (
+            _leftover(f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp", b"x")(c),
+            _leftover(f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc", b"crc")(c),
+        ),
+        {
+            ("warning", "temporary-file", f"state/0/1/.13.delta.{TEMP_UUID}.TID7.tmp"),
+            ("warning", "temporary-file", f"state/0/1/..13.delta.{TEMP_UUID}.TID7.tmp.crc"),
+        },
+    ),
+    (
+        "spark 2.1 metadata log temporary file",
+        W,
+        _leftover(f"commits/.{TEMP_UUID}.tmp", b"v1"),
+        {("warning", "temporary-file", f"commits/.{TEMP_UUID}.tmp")},
+    ),
+    (
+        "spark 2 state store temporary file",
+        W,
+        _leftover("state/0/0/temp-7351190457396462398", b""),
+        {("warning", "temporary-file", "state/0/0/temp-7351190457396462398")},
+    ),
+    (
+        "state delta deleted without its checksum",
+        W,
+        _delete("state/0/0/6.delta"),
+        {("warning", "orphan-checksum", "state/0/0/.6.delta.crc")},
+    ),
+    (
+        "latest state snapshot and delta deleted",
+        W,
+        _delete(*_with_checksum("state/0/1/12.snapshot"), *_with_checksum("state/0/1/12.delta")),
+        {("error", "state-version-missing", "state/0/1/12.delta")},
+    ),
+    (
+        "a join store's delta deleted",
+        "stream_stream_join",
+        _delete(*_with_checksum("state/0/1/left-keyToNumValues/11.delta")),
+        {("error", "state-version-missing", "state/0/1/left-keyToNumValues/11.delta")},
+    ),
+    (
+        "state delta of the rerun batch deleted",
+        "killed_mid_batch",
+        _delete(*_with_checksum("state/0/0/6.snapshot"), *_with_checksum("state/0/0/5.delta")),
+        {("error", "state-version-missing", "state/0/0/5.delta")},
+    ),
     ("a state partition deleted", W, _delete("state/0/1"), {("error", "state-partition-missing", "state/0/1")}),
-    ("a rocksdb aggregation's partition deleted", "rocksdb_changelog_agg", _delete("state/0/1"),
-     {("error", "state-partition-missing", "state/0/1")}),
+    (
+        "a rocksdb aggregation's partition deleted",
+        "rocksdb_changelog_agg",
+        _delete("state/0/1"),
+        {("error", "state-partition-missing", "state/0/1")},
+    ),
     # Nothing left tells a global limit from a keyed operator that lost partition 1.
-    ("a global limit's operator metadata and schema deleted", L,
-     _delete("state/0/_metadata", "state/0/0/_metadata"), {("error", "state-partition-missing", "state/0/1")}),
+    (
+        "a global limit's operator metadata and schema deleted",
+        L,
+        _delete("state/0/_metadata", "state/0/0/_metadata"),
+        {("error", "state-partition-missing", "state/0/1")},
+    ),
     # A listed file that cannot be read: here a dangling link, as a file vanishing mid-check leaves it.
-    ("latest offsets file unreadable", W,
-     lambda c: ((c / "offsets/11").unlink(), (c / "offsets/11").symlink_to(c / "no-such-target")),
-     {("error", "file-unreadable", "offsets/11")}),
-    ("rocksdb zip and changelog deleted", "rocksdb_changelog_agg",
-     _delete(*_with_checksum("state/0/0/12.zip"), *_with_checksum("state/0/0/11.changelog")),
-     {("error", "state-version-missing", "state/0/0/11.changelog")}),
-    ("rocksdb format 2 changelog deleted", "rocksdb_checkpoint_v2_dedup",
-     lambda c: [p.unlink() for p in (c / "state/0/0").glob("*11_ded8445b-dcee-4241-96b0-67f4cc892b37.changelog*")],
-     {("error", "state-version-missing", "state/0/0/11.changelog")}),
-    ("offsets file named with the largest long", W,
-     lambda c: shutil.copyfile(c / "offsets/11", c / f"offsets/{HUGE}"),
-     {("error", "offsets-gap", "offsets/12"), ("info", "batch-uncommitted", f"offsets/{HUGE}"),
-      ("error", "state-version-missing", f"state/0/0/{HUGE}.delta"),
-      ("error", "state-version-missing", f"state/0/1/{HUGE}.delta")}),
-    ("spark 3.2 state delta deleted", "checkpoint-version-3.2.0-deduplication-with-repartition",
-     _delete(*_with_checksum("state/0/3/1.delta")), {("error", "state-version-missing", "state/0/3/1.delta")}),
-    ("spark 2.4 offsets emptied", "checkpoint-version-2.4.0-streaming-join", _write("offsets/0", b""),
-     {("error", "log-file-empty", "offsets/0")}),
+    (
+        "latest offsets file unreadable",
+        W,
+        lambda c: ((c / "offsets/11").unlink(), (c / "offsets/11").symlink_to(c / "no-such-target")),
+        {("error", "file-unreadable", "offsets/11")},
+    ),
+    (
+        "rocksdb zip and changelog deleted",
+        "rocksdb_changelog_agg",
+        _delete(*_with_checksum("state/0/0/12.zip"), *_with_checksum("state/0/0/11.changelog")),
+        {("error", "state-version-missing", "state/0/0/11.changelog")},
+    ),
+    (
+        "rocksdb format 2 changelog deleted",
+        "rocksdb_checkpoint_v2_dedup",
+        lambda c: [p.unlink() for p in (c / "state/0/0").glob("*11_ded8445b-dcee-4241-96b0-67f4cc892b37.changelog*")],
+        {("error", "state-version-missing", "state/0/0/11.changelog")},
+    ),
+    (
+        "offsets file named with the largest long",
+        W,
+        lambda c: shutil.copyfile(c / "offsets/11", c / f"offsets/{HUGE}"),
+        {
+            ("error", "offsets-gap", "offsets/12"),
+            ("info", "batch-uncommitted", f"offsets/{HUGE}"),
+            ("error", "state-version-missing", f"state/0/0/{HUGE}.delta"),
+            ("error", "state-version-missing", f"state/0/1/{HUGE}.delta"),
+        },
+    ),
+    (
+        "spark 3.2 state delta deleted",
+        "checkpoint-version-3.2.0-deduplication-with-repartition",
+        _delete(*_with_checksum("state/0/3/1.delta")),
+        {("error", "state-version-missing", "state/0/3/1.delta")},
+    ),
+    (
+        "spark 2.4 offsets emptied",
+        "checkpoint-version-2.4.0-streaming-join",
+        _write("offsets/0", b""),
+        {("error", "log-file-empty", "offsets/0")},
+    ),
 ]
 
 

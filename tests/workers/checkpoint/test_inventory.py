@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
 
+from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
 from workers.checkpoint.inventory import (
     SMALL_FILE_BYTES,
     DirectoryInventory,
@@ -111,10 +111,12 @@ def test_join_state_is_one_row_for_its_four_stores_and_two_partitions():
 
 def _listing(directories: dict[str, list[tuple[str, int]]]) -> TreeListing:
     """A hand-made listing: names ending in '/' are directories."""
-    return TreeListing({
-        dirname: tuple(FileInfo(name.rstrip("/"), size, None, name.endswith("/")) for name, size in entries)
-        for dirname, entries in directories.items()
-    })
+    return TreeListing(
+        {
+            dirname: tuple(FileInfo(name.rstrip("/"), size, None, name.endswith("/")) for name, size in entries)
+            for dirname, entries in directories.items()
+        }
+    )
 
 
 def test_a_directory_of_2500_keys_costs_three_list_pages():
@@ -134,20 +136,24 @@ def test_checksums_and_temporary_files_are_counted_but_never_opened():
 
 def test_small_files_are_those_under_4_kib():
     sizes = [SMALL_FILE_BYTES - 1, SMALL_FILE_BYTES, 0, 10**6]
-    listing = _listing({"": [("sources/", 0)], "sources": [("0/", 0)], "sources/0": [(str(i), s) for i, s in enumerate(sizes)]})
+    listing = _listing(
+        {"": [("sources/", 0)], "sources": [("0/", 0)], "sources/0": [(str(i), s) for i, s in enumerate(sizes)]}
+    )
     rows = _rows_by_path(build_inventory(listing))
     assert (rows["sources/0"].small_files, rows["sources/0"].list_requests) == (2, 1)
 
 
 def test_root_row_carries_the_listings_that_find_the_other_rows():
-    listing = _listing({
-        "": [("metadata", 45), ("state/", 0), ("sources/", 0), ("README", 10)],
-        "state": [("0/", 0), ("1/", 0)],
-        "state/0": [],
-        "state/1": [("0/", 0)],
-        "state/1/0": [("1.delta", 46)],
-        "sources": [],
-    })
+    listing = _listing(
+        {
+            "": [("metadata", 45), ("state/", 0), ("sources/", 0), ("README", 10)],
+            "state": [("0/", 0), ("1/", 0)],
+            "state/0": [],
+            "state/1": [("0/", 0)],
+            "state/1/0": [("1.delta", 46)],
+            "sources": [],
+        }
+    )
     rows = build_inventory(listing)
     assert [(r.path, r.kind, r.files, r.list_requests) for r in rows] == [
         ("metadata", "metadata", 1, 3),

@@ -33,7 +33,14 @@ def test_parse_batch_id_accepts_only_spark_batch_file_names(name, expected):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("9.compact", 9), ("19.compact", 19), ("10", 10), (".9.compact.crc", None), ("x.compact", None), (".compact", None)],
+    [
+        ("9.compact", 9),
+        ("19.compact", 19),
+        ("10", 10),
+        (".9.compact.crc", None),
+        ("x.compact", None),
+        (".compact", None),
+    ],
 )
 def test_parse_batch_id_accepts_compact_files_in_compactible_logs(name, expected):
     assert parse_batch_id(name, compactible=True) == expected

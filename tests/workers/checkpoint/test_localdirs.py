@@ -1,4 +1,5 @@
 """Reads inside CheckpointStorage.reusing_directories: the same bytes and refusals as without it."""
+
 from __future__ import annotations
 
 import os
@@ -113,8 +114,13 @@ def test_a_directory_swapped_for_a_link_after_it_was_checked_does_not_redirect_r
 
 @pytest.mark.parametrize(
     ("relpath", "error"),
-    [("offsets/9", MissingFileError), ("nowhere/0", MissingFileError), ("offsets/0/x", StorageError),
-     ("offsets/dangling", MissingFileError), ("offsets/loop", StorageError)],
+    [
+        ("offsets/9", MissingFileError),
+        ("nowhere/0", MissingFileError),
+        ("offsets/0/x", StorageError),
+        ("offsets/dangling", MissingFileError),
+        ("offsets/loop", StorageError),
+    ],
 )
 def test_missing_and_unreadable_files_give_the_same_errors_inside_the_block(roots, relpath, error):
     root, _ = roots

@@ -8,8 +8,8 @@ import struct
 import lz4.block
 import pytest
 import xxhash
-from state_corpus import case_id, state_file_cases
 
+from state_corpus import case_id, state_file_cases
 from workers.checkpoint.errors import CorruptFileError, TruncatedFileError
 from workers.checkpoint.lz4block import compress_lz4_block_stream, decompress_lz4_block_stream
 

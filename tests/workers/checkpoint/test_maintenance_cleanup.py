@@ -15,9 +15,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from maintenance_crash import apply_killed_at, count_steps
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
+from maintenance_crash import apply_killed_at, count_steps
 from workers.checkpoint.integrity import TEMPORARY_FILE_GRACE_SECONDS
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.lz4block import compress_lz4_block_stream
@@ -59,7 +59,10 @@ def test_cleanup_deletes_what_spark_s_cleanup_would_and_the_retained_versions_lo
     # latest 12 - 1 = 11 loads 9.snapshot + 10 + 11; offsets start at batch 8, whose version 8
     # is gone already, so 9 is the oldest version kept: 6.delta goes, its CRC just before it.
     assert [d.path for d in plan.deletes] == [
-        "state/0/0/.6.delta.crc", "state/0/0/6.delta", "state/0/1/.6.delta.crc", "state/0/1/6.delta",
+        "state/0/0/.6.delta.crc",
+        "state/0/0/6.delta",
+        "state/0/1/.6.delta.crc",
+        "state/0/1/6.delta",
     ]
     assert plan.is_allowed() and plan.bytes_freed == sum((root / d.path).stat().st_size for d in plan.deletes)
     result = apply_cleanup(storage, plan)
@@ -76,7 +79,18 @@ def test_the_oldest_batch_in_offsets_keeps_its_state_loadable(tmp_path):
     _purge_logs_before(root, 11)
     plan = plan_cleanup(storage, now=LATER, min_versions_to_retain=1)
     deleted_names = sorted({d.path.rsplit("/", 1)[1] for d in plan.deletes})
-    assert deleted_names == sorted([".6.delta.crc", "6.delta", ".6.snapshot.crc", "6.snapshot", ".7.delta.crc", "7.delta", ".8.delta.crc", "8.delta"])
+    assert deleted_names == sorted(
+        [
+            ".6.delta.crc",
+            "6.delta",
+            ".6.snapshot.crc",
+            "6.snapshot",
+            ".7.delta.crc",
+            "7.delta",
+            ".8.delta.crc",
+            "8.delta",
+        ]
+    )
 
 
 def test_files_go_oldest_first_with_each_sidecar_just_before_its_file(tmp_path):
@@ -84,7 +98,16 @@ def test_files_go_oldest_first_with_each_sidecar_just_before_its_file(tmp_path):
     _purge_logs_before(root, 11)
     plan = plan_cleanup(CheckpointStorage(str(root)), now=LATER, min_versions_to_retain=1)
     in_store = [d.path.rsplit("/", 1)[1] for d in plan.deletes if d.path.startswith("state/0/1/right-keyToNumValues/")]
-    assert in_store == [".6.delta.crc", "6.delta", ".6.snapshot.crc", "6.snapshot", ".7.delta.crc", "7.delta", ".8.delta.crc", "8.delta"]
+    assert in_store == [
+        ".6.delta.crc",
+        "6.delta",
+        ".6.snapshot.crc",
+        "6.snapshot",
+        ".7.delta.crc",
+        "7.delta",
+        ".8.delta.crc",
+        "8.delta",
+    ]
 
 
 def test_rocksdb_stores_in_checkpoint_format_2_are_refused_with_the_reason():
@@ -133,7 +156,12 @@ def test_the_earliest_retained_version_keeps_its_snapshot_and_the_deltas_after_i
     # Committed up to batch 19 -> version 20; retain 5 -> version 15 loads 15.snapshot.
     names = [*_deltas(1, 20), "10.snapshot", "15.snapshot"]
     plan = cleanup_plan_from_listings(_listings(names, offsets_from=18), now=LATER, min_versions_to_retain=5)
-    assert _deleted(plan) == [*(n for v in range(1, 10) for n in [f"{v}.delta"]), "10.delta", "10.snapshot", *_deltas(11, 14)]
+    assert _deleted(plan) == [
+        *(n for v in range(1, 10) for n in [f"{v}.delta"]),
+        "10.delta",
+        "10.snapshot",
+        *_deltas(11, 14),
+    ]
     assert "15.delta" not in _deleted(plan)
     assert plan.is_allowed()
 
@@ -166,10 +194,14 @@ def test_a_store_with_a_gap_before_the_retained_range_is_left_alone():
 
 def test_old_temporary_files_go_with_their_crc_and_recent_ones_stay():
     names = [*_deltas(1, 3), TEMP, f".{TEMP}.crc"]
-    old = cleanup_plan_from_listings(_listings(names, commits=3), now=1.0 + TEMPORARY_FILE_GRACE_SECONDS + 1, quiet_seconds=0)
+    old = cleanup_plan_from_listings(
+        _listings(names, commits=3), now=1.0 + TEMPORARY_FILE_GRACE_SECONDS + 1, quiet_seconds=0
+    )
     assert _deleted(old) == [f".{TEMP}.crc", TEMP]
     assert "temporary file of an interrupted write" in old.deletes[-1].reason
-    recent = cleanup_plan_from_listings(_listings(names, commits=3), now=1.0 + TEMPORARY_FILE_GRACE_SECONDS - 1, quiet_seconds=0)
+    recent = cleanup_plan_from_listings(
+        _listings(names, commits=3), now=1.0 + TEMPORARY_FILE_GRACE_SECONDS - 1, quiet_seconds=0
+    )
     assert recent.is_empty
 
 
@@ -291,9 +323,16 @@ def test_rocksdb_cleanup_deletes_old_zips_changelogs_and_the_ssts_only_they_list
     plan = plan_cleanup(storage, now=LATER, min_versions_to_retain=1)
     # Offsets start at batch 5: version 5 loads 4.zip + 5.changelog, so 4.zip is the oldest kept.
     assert [d.path.removeprefix(ROCKSDB_STORE + "/") for d in plan.deletes] == [
-        "SSTs/.a-uuid.sst.crc", "SSTs/a-uuid.sst",
-        ".2.zip.crc", "2.zip",
-        ".1.changelog.crc", "1.changelog", ".2.changelog.crc", "2.changelog", ".3.changelog.crc", "3.changelog",
+        "SSTs/.a-uuid.sst.crc",
+        "SSTs/a-uuid.sst",
+        ".2.zip.crc",
+        "2.zip",
+        ".1.changelog.crc",
+        "1.changelog",
+        ".2.changelog.crc",
+        "2.changelog",
+        ".3.changelog.crc",
+        "3.changelog",
     ]
     assert plan.is_allowed()
     assert _rocksdb_loadable(storage, range(4, 7)) == {4: True, 5: True, 6: True}

@@ -2,6 +2,7 @@
 
 The skewed clocks themselves are tested against an S3 endpoint an hour off (tests/s3/test_clock_skew.py).
 """
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,6 @@ import shutil
 import time
 
 from fixture_paths import OUR_FIXTURES
-
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.inventory import is_temporary_name
 from workers.checkpoint.maintenance.actions import plan_action
@@ -41,5 +41,7 @@ def test_a_plan_says_which_clock_it_measured_ages_on(tmp_path):
     storage = CheckpointStorage(str(root))
     plan = plan_action("purge", storage, {"keep_batches": 1}, now=time.time(), quiet_seconds=300)
 
-    assert any(f"The clock of {storage.url}" in note and "agrees with this worker's" in note for note in plan.notes), plan.notes
+    assert any(f"The clock of {storage.url}" in note and "agrees with this worker's" in note for note in plan.notes), (
+        plan.notes
+    )
     assert not [name for name in os.listdir(root) if is_temporary_name(name)]

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from maintenance_crash import apply_killed_at, count_steps
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
+from maintenance_crash import apply_killed_at, count_steps
 from workers.checkpoint import CheckpointStorage, FileInfo, read_metadata_log
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.maintenance import hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
@@ -178,7 +178,9 @@ def test_the_sink_log_is_found_below_the_output_directory_or_at_its_root(tmp_pat
     query = copy_query("windowed_agg_file_sink", tmp_path)
     checkpoint = CheckpointStorage(str(query / "checkpoint"))
     for root, expected_dir in ((query / "output", "_spark_metadata"), (query / "output/_spark_metadata", "")):
-        plan = plan_compaction(CheckpointStorage(str(root)), "", checkpoint_storage=checkpoint, compact_interval=3, now=later())
+        plan = plan_compaction(
+            CheckpointStorage(str(root)), "", checkpoint_storage=checkpoint, compact_interval=3, now=later()
+        )
         assert (plan.parameters["log_dir"], plan.parameters["kind"]) == (expected_dir, "sink")
 
 
@@ -188,11 +190,14 @@ def test_the_sink_log_is_found_below_the_output_directory_or_at_its_root(tmp_pat
 def sink_entry(batch_id: int) -> bytes:
     return (
         b'{"path":"file:///out/part-%d-c000.json","size":%d,"isDir":false,"modificationTime":%d,'
-        b'"blockReplication":1,"blockSize":33554432,"action":"add"}' % (batch_id, 100 + batch_id, 1_700_000_000_000 + batch_id)
+        b'"blockReplication":1,"blockSize":33554432,"action":"add"}'
+        % (batch_id, 100 + batch_id, 1_700_000_000_000 + batch_id)
     )
 
 
-def write_sink_log(log: Path, last: int, *, interval: int = 3, without: tuple[str, ...] = (), mtime: float = HOUR_AGO) -> dict[str, bytes]:
+def write_sink_log(
+    log: Path, last: int, *, interval: int = 3, without: tuple[str, ...] = (), mtime: float = HOUR_AGO
+) -> dict[str, bytes]:
     """Batches 0..last as Spark writes them with ``interval``, each with its Hadoop CRC; returns name -> bytes."""
     log.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -216,7 +221,9 @@ def expire_on(log: Path, checkpoint: Path, **options):
     options.setdefault("now", time.time())
     options.setdefault("compact", False)
     storage = CheckpointStorage(str(log.parent))
-    return storage, plan_compaction(storage, log.name, checkpoint_storage=CheckpointStorage(str(checkpoint)), kind="sink", **options)
+    return storage, plan_compaction(
+        storage, log.name, checkpoint_storage=CheckpointStorage(str(checkpoint)), kind="sink", **options
+    )
 
 
 def test_expiry_deletes_what_delete_expired_log_deletes_oldest_first_with_crcs_first(tmp_path):
@@ -263,7 +270,9 @@ def test_expiry_of_a_source_log_keeps_the_batches_the_next_run_reads(tmp_path):
     for path in (query / "checkpoint/sources/0").iterdir():
         os.utime(path, (HOUR_AGO, HOUR_AGO))
     storage = CheckpointStorage(str(query / "checkpoint"))
-    plan = plan_compaction(storage, "sources/0", checkpoint_storage=storage, compact_interval=3, min_batches_to_retain=1, now=later())
+    plan = plan_compaction(
+        storage, "sources/0", checkpoint_storage=storage, compact_interval=3, min_batches_to_retain=1, now=later()
+    )
     # Latest 7, keep 1: everything before compaction 5 would go, but the next run reads 4 (after logOffset 3).
     failed = {p.name: p.detail for p in plan.failed_preconditions()}
     assert set(failed) == {"retention"}
@@ -272,7 +281,9 @@ def test_expiry_of_a_source_log_keeps_the_batches_the_next_run_reads(tmp_path):
 
 def test_expiry_planned_from_listings_alone_never_touches_storage():
     listing = [FileInfo(name, 10, 0.0, False) for name in ("0", "1", "2.compact", "3", "4", "5.compact", "6")]
-    plan = expiry_plan_from_listings(listing, [], [], log_dir="", kind="sink", compact_interval=3, min_batches_to_retain=2, now=1000.0)
+    plan = expiry_plan_from_listings(
+        listing, [], [], log_dir="", kind="sink", compact_interval=3, min_batches_to_retain=2, now=1000.0
+    )
     assert [d.path for d in plan.deletes] == ["0", "1"]
     assert plan.bytes_freed == 20
 
@@ -326,8 +337,23 @@ def test_a_run_killed_at_any_step_leaves_a_readable_log_and_a_rerun_completes_it
     rest, _ = restrict_to_confirmed(confirmed, fresh)
     apply_compaction(storage, rest)
     assert sorted(p.name for p in log.iterdir()) == sorted(
-        [".5.compact.crc", "5.compact", ".6.crc", "6", ".7.crc", "7", ".8.compact.crc", "8.compact", ".9.crc", "9",
-         ".10.crc", "10", "11", "11.compact", ".11.compact.crc"]
+        [
+            ".5.compact.crc",
+            "5.compact",
+            ".6.crc",
+            "6",
+            ".7.crc",
+            "7",
+            ".8.compact.crc",
+            "8.compact",
+            ".9.crc",
+            "9",
+            ".10.crc",
+            "10",
+            "11",
+            "11.compact",
+            ".11.compact.crc",
+        ]
     )
     assert (log / "11.compact").read_bytes() == files["11.compact"]
     assert read_metadata_log(storage, "_spark_metadata", kind="sink", default_interval=3).live_entries == 12
@@ -336,7 +362,9 @@ def test_a_run_killed_at_any_step_leaves_a_readable_log_and_a_rerun_completes_it
 def test_an_empty_log_has_nothing_to_compact_or_expire(tmp_path):
     (tmp_path / "out/_spark_metadata").mkdir(parents=True)
     storage = CheckpointStorage(str(tmp_path / "out"))
-    plan = plan_compaction(storage, None, checkpoint_storage=CheckpointStorage(str(tmp_path / "checkpoint")), now=time.time())
+    plan = plan_compaction(
+        storage, None, checkpoint_storage=CheckpointStorage(str(tmp_path / "checkpoint")), now=time.time()
+    )
     assert plan.is_empty and plan.is_allowed()
     assert plan.summary == (
         "nothing to compact: _spark_metadata has no compaction batch yet (the first is batch 9); nothing to expire: _spark_metadata has no batch file"

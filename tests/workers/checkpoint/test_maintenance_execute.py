@@ -1,4 +1,5 @@
 """The plan types and the crash-safe executor shared by every maintenance action."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,15 @@ def _plan(**fields) -> MaintenancePlan:
     defaults = dict(
         action="snapshot",
         parameters={"min_chain": 1},
-        writes=(PlannedWrite("2.snapshot", (FileState("1.delta", 3), FileState("2.delta", 4)), 7, "chain of 2", hadoop_crc=True),),
-        deletes=(PlannedDelete(".1.delta.crc", 2, "checksum of 1.delta"), PlannedDelete("1.delta", 3, "replaced by 2.snapshot")),
+        writes=(
+            PlannedWrite(
+                "2.snapshot", (FileState("1.delta", 3), FileState("2.delta", 4)), 7, "chain of 2", hadoop_crc=True
+            ),
+        ),
+        deletes=(
+            PlannedDelete(".1.delta.crc", 2, "checksum of 1.delta"),
+            PlannedDelete("1.delta", 3, "replaced by 2.snapshot"),
+        ),
         preconditions=(Precondition("query-stopped", True, "idle"),),
     )
     return MaintenancePlan(**{**defaults, **fields})
@@ -44,14 +52,20 @@ def _plan(**fields) -> MaintenancePlan:
 def test_writes_happen_before_deletes_and_each_step_is_announced(storage, tmp_path):
     steps = []
 
-    applied = apply_plan(storage, _plan(), _concat, on_step=lambda op, path, done, total: steps.append((op, path, done, total)))
+    applied = apply_plan(
+        storage, _plan(), _concat, on_step=lambda op, path, done, total: steps.append((op, path, done, total))
+    )
 
     assert (tmp_path / "2.snapshot").read_bytes() == b"onetwo!"
     assert (tmp_path / ".2.snapshot.crc").read_bytes() == hadoop_crc_bytes(b"onetwo!")
     assert not (tmp_path / "1.delta").exists() and not (tmp_path / ".1.delta.crc").exists()
     assert [op for op, *_ in steps] == ["write-crc", "write", "delete", "delete", "done"]
     assert steps[-1][2:] == (3, 3)
-    assert applied.written == ("2.snapshot",) and applied.deleted == (".1.delta.crc", "1.delta") and applied.bytes_freed == 5
+    assert (
+        applied.written == ("2.snapshot",)
+        and applied.deleted == (".1.delta.crc", "1.delta")
+        and applied.bytes_freed == 5
+    )
 
 
 def test_applying_the_same_plan_again_changes_nothing_more(storage, tmp_path):
@@ -94,7 +108,10 @@ def test_a_vanished_input_is_a_missing_file_error_naming_it(storage, tmp_path):
 def test_an_overwrite_replaces_the_crc_too(storage, tmp_path):
     (tmp_path / "2.snapshot").write_bytes(b"old")
     (tmp_path / ".2.snapshot.crc").write_bytes(hadoop_crc_bytes(b"old"))
-    plan = _plan(writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True, hadoop_crc=True),), deletes=())
+    plan = _plan(
+        writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True, hadoop_crc=True),),
+        deletes=(),
+    )
 
     apply_plan(storage, plan, _concat)
 
@@ -110,7 +127,9 @@ def test_a_plan_survives_its_json_form(storage):
 
 
 def test_only_query_stopped_can_be_overridden():
-    plan = _plan(preconditions=(Precondition("query-stopped", False, "busy"), Precondition("retention", False, "needed")))
+    plan = _plan(
+        preconditions=(Precondition("query-stopped", False, "busy"), Precondition("retention", False, "needed"))
+    )
 
     assert [p.name for p in plan.failed_preconditions(overrides={"query-stopped", "retention"})] == ["retention"]
     assert not plan.is_allowed(overrides={"query-stopped"})
@@ -142,7 +161,9 @@ def test_sidecars_are_found_in_the_order_they_must_be_deleted():
 def test_an_overwrite_without_a_crc_of_its_own_removes_the_stale_one(storage, tmp_path):
     (tmp_path / "2.snapshot").write_bytes(b"old")
     (tmp_path / ".2.snapshot.crc").write_bytes(hadoop_crc_bytes(b"old"))
-    plan = _plan(writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True),), deletes=())
+    plan = _plan(
+        writes=(PlannedWrite("2.snapshot", (FileState("2.delta", 4),), 4, "rewrite", overwrite=True),), deletes=()
+    )
 
     apply_plan(storage, plan, _concat)
 

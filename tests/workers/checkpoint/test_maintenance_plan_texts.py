@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from factories import long_stateless_history
 from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
-
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance import MaintenancePlan, plan_cleanup, plan_compaction, plan_purge, plan_snapshot
 
@@ -27,6 +27,7 @@ CHECKPOINTS = our_fixture_checkpoints() + shared_fixture_checkpoints()
 
 def _name(checkpoint: Path) -> str:
     return checkpoint.parent.name if checkpoint.name == "checkpoint" else checkpoint.name
+
 
 # A day on: every fixture file is past the sink log's cleanup delay and the query is idle.
 LATER = time.time() + 86_400
@@ -60,7 +61,14 @@ def _plans(checkpoint: Path) -> list[tuple[str, MaintenancePlan]]:
             plans.append((f"cleanup retain={retain} keep_offsets_range={keep_offsets}", plan))
     for log_storage, log_dir in _compactible_logs(checkpoint):
         for retain in (100, 1):
-            plan = plan_compaction(log_storage, log_dir, checkpoint_storage=storage, min_batches_to_retain=retain, compact_interval=3, now=LATER)
+            plan = plan_compaction(
+                log_storage,
+                log_dir,
+                checkpoint_storage=storage,
+                min_batches_to_retain=retain,
+                compact_interval=3,
+                now=LATER,
+            )
             plans.append((f"compact {log_dir or 'sink'} min_batches_to_retain={retain}", plan))
     return plans
 
@@ -93,7 +101,10 @@ def test_no_plan_text_shows_a_range_that_runs_backwards(fixture_plans):
 
 def test_advice_in_a_plan_names_a_value_a_request_may_carry(fixture_plans):
     for label, plan in fixture_plans:
-        for _, value, in (match.groups()[:2] for match in ADVICE.finditer(plan.summary)):
+        for (
+            _,
+            value,
+        ) in (match.groups()[:2] for match in ADVICE.finditer(plan.summary)):
             assert int(value) >= 1, f"{label}: {plan.summary}"
 
 
@@ -166,7 +177,9 @@ def test_a_snapshot_of_rocksdb_stores_says_spark_writes_them():
 
 def test_a_stream_stream_join_snapshot_names_the_longest_chain():
     # Spark wrote snapshots every 2 deltas there (minDeltasForSnapshot 2): chains of 3 deltas at version 12.
-    plan = plan_snapshot(CheckpointStorage(str(OUR_FIXTURES / "stream_stream_join/checkpoint")), min_chain=10, now=LATER)
+    plan = plan_snapshot(
+        CheckpointStorage(str(OUR_FIXTURES / "stream_stream_join/checkpoint")), min_chain=10, now=LATER
+    )
     assert re.fullmatch(
         r"nothing to do: the longest delta chain is 3 delta\(s\) \(state/0/\d/[\w-]+ at version 12\), not more than min_chain 10; "
         r"min_chain 2 or lower would snapshot it",
@@ -179,13 +192,25 @@ def test_the_min_batches_to_retain_a_nothing_to_expire_suggests_expires_files():
     for checkpoint in CHECKPOINTS:
         storage = CheckpointStorage(str(checkpoint))
         for log_storage, log_dir in _compactible_logs(checkpoint):
-            plan = plan_compaction(log_storage, log_dir, checkpoint_storage=storage, min_batches_to_retain=100, compact_interval=3, now=LATER)
+            plan = plan_compaction(
+                log_storage,
+                log_dir,
+                checkpoint_storage=storage,
+                min_batches_to_retain=100,
+                compact_interval=3,
+                now=LATER,
+            )
             advice = ADVICE.search(plan.summary)
             if advice is None:
                 continue
             assert advice.group(1) == "min_batches_to_retain", plan.summary
             again = plan_compaction(
-                log_storage, log_dir, checkpoint_storage=storage, min_batches_to_retain=int(advice.group(2)), compact_interval=3, now=LATER
+                log_storage,
+                log_dir,
+                checkpoint_storage=storage,
+                min_batches_to_retain=int(advice.group(2)),
+                compact_interval=3,
+                now=LATER,
             )
             assert again.deletes, (plan.summary, again.summary)
             checked += 1
@@ -194,7 +219,10 @@ def test_the_min_batches_to_retain_a_nothing_to_expire_suggests_expires_files():
 
 def test_cleanup_kept_by_the_offset_log_says_so_and_how_to_change_it():
     plan = plan_cleanup(
-        CheckpointStorage(str(OUR_FIXTURES / "killed_mid_batch/checkpoint")), min_versions_to_retain=2, keep_offsets_range=True, now=LATER
+        CheckpointStorage(str(OUR_FIXTURES / "killed_mid_batch/checkpoint")),
+        min_versions_to_retain=2,
+        keep_offsets_range=True,
+        now=LATER,
     )
     # offsets/ starts at batch 3 and the oldest state version on disk is 3 (the fixture's files).
     assert plan.summary == (
@@ -210,4 +238,6 @@ def test_a_purge_counts_the_batches_it_keeps_not_the_range_when_one_is_missing()
     plan = plan_purge(CheckpointStorage(str(inconsistent)), keep_batches=1, now=LATER)
 
     assert plan.summary.startswith("purge offsets and commits of batches 0–1 (2 batches): 4 files, ")
-    assert plan.summary.endswith("keep batches 2–4 (2 batches, with gaps) (keep the last 1 committed batch(es), up to 2)")
+    assert plan.summary.endswith(
+        "keep batches 2–4 (2 batches, with gaps) (keep the last 1 committed batch(es), up to 2)"
+    )

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from maintenance_crash import apply_killed_at, count_steps
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
+from maintenance_crash import apply_killed_at, count_steps
 from workers.checkpoint import CheckpointStorage, read_commit, read_offset_seq
 from workers.checkpoint.maintenance import hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
 from workers.checkpoint.maintenance.purge import apply_purge, plan_purge, purge_plan_from_listings
@@ -30,7 +30,10 @@ def write_logs(root: Path, offsets: range | list[int], commits: range | list[int
     for log, ids, data in (("offsets", offsets, SPARK_OFFSETS), ("commits", commits, SPARK_COMMIT)):
         (root / log).mkdir(parents=True, exist_ok=True)
         for batch_id in ids:
-            for path, content in ((root / log / str(batch_id), data), (root / log / f".{batch_id}.crc", hadoop_crc_bytes(data))):
+            for path, content in (
+                (root / log / str(batch_id), data),
+                (root / log / f".{batch_id}.crc", hadoop_crc_bytes(data)),
+            ):
                 path.write_bytes(content)
                 os.utime(path, (mtime, mtime))
     return root
@@ -48,7 +51,12 @@ def batch_deletes(batch_ids) -> list[str]:
     return [
         path
         for batch_id in batch_ids
-        for path in (f"offsets/.{batch_id}.crc", f"offsets/{batch_id}", f"commits/.{batch_id}.crc", f"commits/{batch_id}")
+        for path in (
+            f"offsets/.{batch_id}.crc",
+            f"offsets/{batch_id}",
+            f"commits/.{batch_id}.crc",
+            f"commits/{batch_id}",
+        )
     ]
 
 
@@ -176,7 +184,11 @@ def test_the_compactible_logs_are_never_purged(tmp_path):
 def test_on_a_spark_checkpoint_the_retained_state_versions_bind(tmp_path):
     query = tmp_path / "q"
     shutil.copytree(OUR_FIXTURES / "killed_mid_batch/checkpoint", query, copy_function=shutil.copyfile)
-    versions = [int(p.name.split(".")[0]) for p in (query / "state").rglob("*") if p.name[0].isdigit() and p.suffix in (".delta", ".snapshot")]
+    versions = [
+        int(p.name.split(".")[0])
+        for p in (query / "state").rglob("*")
+        if p.name[0].isdigit() and p.suffix in (".delta", ".snapshot")
+    ]
     _, plan = purge(query, keep_batches=1, now=time.time() + 3600)
     # Spark kept offsets from batch 3 on; the oldest state version it kept needs batch min - 1.
     assert min(versions) - 1 <= 3 and plan.is_empty

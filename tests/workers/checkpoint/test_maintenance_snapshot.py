@@ -13,18 +13,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from maintenance_crash import apply_killed_at, count_steps
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
+from maintenance_crash import apply_killed_at, count_steps
 from workers.checkpoint.errors import TruncatedFileError
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.lz4block import compress_lz4_block_stream, iter_lz4_blocks
 from workers.checkpoint.maintenance import PlanOutdatedError, hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
 from workers.checkpoint.maintenance.snapshot import apply_snapshot, plan_snapshot, snapshot_plan_from_listings
 from workers.checkpoint.maintenance.statestores import StateListings
-from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records, parse_state_file
+from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import read_state_size
 from workers.checkpoint.statesummary import StateConf
 from workers.checkpoint.storage import CheckpointStorage, FileInfo
@@ -40,10 +40,14 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return target
 
 
-def _replayed(root: Path, store_path: str, version: int, *, codec: str = "lz4", row_checksum: bool = False) -> dict[bytes, bytes]:
+def _replayed(
+    root: Path, store_path: str, version: int, *, codec: str = "lz4", row_checksum: bool = False
+) -> dict[bytes, bytes]:
     """The rows of ``version`` as parse_state_file reads the store's chain (values without checksums)."""
     state: dict[bytes, bytes] = {}
-    files, _ = parse_hdfs_state_files(next(s for s in list_state_store_dirs(CheckpointStorage(str(root))) if s.path == store_path).files)
+    files, _ = parse_hdfs_state_files(
+        next(s for s in list_state_store_dirs(CheckpointStorage(str(root))) if s.path == store_path).files
+    )
     for state_file in files_for_version(files, version):
         data = (root / store_path / state_file.name).read_bytes()
         for record in parse_state_file(data, source=state_file.name, codec=codec, row_checksum=row_checksum):
@@ -55,7 +59,9 @@ def _replayed(root: Path, store_path: str, version: int, *, codec: str = "lz4", 
 
 
 def _snapshot_rows(path: Path, *, codec: str = "lz4", row_checksum: bool = False) -> dict[bytes, bytes]:
-    records = parse_state_file(path.read_bytes(), source=path.name, codec=codec, row_checksum=row_checksum, removals_allowed=False)
+    records = parse_state_file(
+        path.read_bytes(), source=path.name, codec=codec, row_checksum=row_checksum, removals_allowed=False
+    )
     return {r.key: r.value for r in records}
 
 
@@ -93,7 +99,10 @@ def test_zstd_snapshot_keeps_row_checksums_byte_for_byte(tmp_path):
     assert _snapshot_rows(written, codec="zstd", row_checksum=True) == expected
     # Read whole, without the checksum setting, every value is 4 bytes longer: the checksums are there.
     content = decompress_state_file(written.read_bytes(), source="11.snapshot", codec="zstd")
-    whole = {r.key: r.value for r in iter_state_records(content, source="11.snapshot", removals_allowed=False, floor_values=False)}
+    whole = {
+        r.key: r.value
+        for r in iter_state_records(content, source="11.snapshot", removals_allowed=False, floor_values=False)
+    }
     assert {k: len(v) for k, v in whole.items()} == {k: len(v) + 4 for k, v in expected.items()}
 
 
@@ -165,7 +174,10 @@ def test_a_store_is_chosen_only_when_its_chain_is_longer_than_min_chain(min_chai
     plan = snapshot_plan_from_listings(listings, LZ4, now=LATER, min_chain=min_chain)
     assert [w.path for w in plan.writes] == (["state/0/0/20.snapshot"] if planned else [])
     if planned:
-        assert [i.path for i in plan.writes[0].inputs] == ["state/0/0/9.snapshot", *(f"state/0/0/{n}" for n in _deltas(10, 20))]
+        assert [i.path for i in plan.writes[0].inputs] == [
+            "state/0/0/9.snapshot",
+            *(f"state/0/0/{n}" for n in _deltas(10, 20)),
+        ]
 
 
 def test_a_missing_delta_fails_inputs_complete():
@@ -205,11 +217,17 @@ def test_removals_in_deltas_drop_their_keys_from_the_snapshot(tmp_path, write_fi
         return compress_lz4_block_stream(out + struct.pack(">i", -1))
 
     key_a, key_b, key_c = (bytes([n]) * 8 for n in (1, 2, 3))
-    root = write_files(tmp_path, {
-        "offsets/0": b"v1\n{}\n", "offsets/1": b"v1\n{}\n", "commits/0": b"v1\n{}\n", "commits/1": b"v1\n{}\n",
-        "state/0/0/1.delta": framed((key_a, b"A" * 8), (key_b, b"B" * 8)),
-        "state/0/0/2.delta": framed((key_a, None), (key_c, b"C" * 12), (key_b, b"b" * 8)),
-    })
+    root = write_files(
+        tmp_path,
+        {
+            "offsets/0": b"v1\n{}\n",
+            "offsets/1": b"v1\n{}\n",
+            "commits/0": b"v1\n{}\n",
+            "commits/1": b"v1\n{}\n",
+            "state/0/0/1.delta": framed((key_a, b"A" * 8), (key_b, b"B" * 8)),
+            "state/0/0/2.delta": framed((key_a, None), (key_c, b"C" * 12), (key_b, b"b" * 8)),
+        },
+    )
     storage = CheckpointStorage(str(root))
     apply_snapshot(storage, plan_snapshot(storage, now=LATER, min_chain=0))
     # The 12-byte value is copied whole (Spark's reader floors it to 8 when it loads it).
@@ -252,7 +270,9 @@ def test_a_snapshot_killed_at_any_step_leaves_loadable_state_and_a_rerun_finishe
     expected = {(s.path, v): read_state_size(storage, s, v) for s in stores for v in (10, 11, 12)}
     rows = {w.path: _replayed(root, w.path.rsplit("/", 1)[0], 11) for w in plan.writes}
     assert apply_killed_at(apply_snapshot, str(root), plan, kill_at) == -signal.SIGKILL
-    assert {(s.path, v): read_state_size(storage, s, v) for s in list_state_store_dirs(storage) for v in (10, 11, 12)} == expected
+    assert {
+        (s.path, v): read_state_size(storage, s, v) for s in list_state_store_dirs(storage) for v in (10, 11, 12)
+    } == expected
     resumed, _ = restrict_to_confirmed(plan, plan_snapshot(storage, now=LATER, **CRASH_PARAMETERS))
     apply_snapshot(storage, resumed)
     assert {path: _snapshot_rows(root / path) for path in rows} == rows
@@ -278,11 +298,15 @@ def test_an_input_that_changed_since_planning_stops_the_write(tmp_path):
 
 def test_a_delta_cut_short_is_reported_with_its_path_and_nothing_is_written(tmp_path, write_files):
     body = struct.pack(">i", 8) + b"k" * 8 + struct.pack(">i", 8) + b"v" * 8  # no -1 end marker
-    root = write_files(tmp_path, {
-        "commits/0": b"v1\n{}\n", "commits/1": b"v1\n{}\n",
-        "state/0/0/1.delta": compress_lz4_block_stream(body + struct.pack(">i", -1)),
-        "state/0/0/2.delta": compress_lz4_block_stream(body),
-    })
+    root = write_files(
+        tmp_path,
+        {
+            "commits/0": b"v1\n{}\n",
+            "commits/1": b"v1\n{}\n",
+            "state/0/0/1.delta": compress_lz4_block_stream(body + struct.pack(">i", -1)),
+            "state/0/0/2.delta": compress_lz4_block_stream(body),
+        },
+    )
     storage = CheckpointStorage(str(root))
     with pytest.raises(TruncatedFileError, match="state/0/0/2.delta"):
         apply_snapshot(storage, plan_snapshot(storage, now=LATER, min_chain=0))

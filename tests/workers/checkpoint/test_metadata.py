@@ -10,7 +10,10 @@ from workers.checkpoint import CorruptFileError, StreamMetadata, parse_stream_me
     [
         ("checkpoint-test-offsetId-commitId-inconsistent/metadata", "d4358946-170c-49a7-823b-d8e4e9126616"),
         ("checkpoint-version-2.1.0/metadata", "dddc5e7f-1e71-454c-8362-de184444fb5a"),
-        ("checkpoint-version-2.3.1-streaming-aggregate-state-format-1/metadata", "2f32aca2-1b97-458f-a48f-109328724f09"),
+        (
+            "checkpoint-version-2.3.1-streaming-aggregate-state-format-1/metadata",
+            "2f32aca2-1b97-458f-a48f-109328724f09",
+        ),
         ("checkpoint-version-2.4.0-streaming-join/metadata", "1ab1ee6f-993c-4a51-824c-1c7cc8202f62"),
         ("checkpoint-version-3.2.0-deduplication-with-repartition/metadata", "9538ada3-a233-4697-8b02-cc66250189a3"),
         # Spark 2.1 pretty-printed this file over three lines.

@@ -3,8 +3,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint import (
     CheckpointStorage,
     CorruptFileError,

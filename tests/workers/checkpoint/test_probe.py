@@ -1,4 +1,5 @@
 """iter_next_entries on real files: Spark's offsets entries copied under consecutive ids."""
+
 from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from workers.checkpoint.errors import CheckpointError, CorruptFileError
 from workers.checkpoint.logfile import JsonSite
 from workers.checkpoint.progress import (
@@ -31,7 +31,7 @@ EVENT_LOGS = OUR_FIXTURES / "event_logs"
 PLAIN_REPORT = json.loads((EVENT_LOGS / "plain-report.json").read_text())
 PLAIN_LOG = next((EVENT_LOGS / "plain").iterdir())
 SPARK_2_0_EVENT_LOGS = sorted(SPARK_TEST_RESOURCES.glob("query-event-logs-version-2.0.*.txt"))
-EPOCH_2024 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+EPOCH_2024 = datetime(2024, 1, 1, tzinfo=UTC)
 # The event-log query's source (pipelines/generate_event_log_fixture.py RATE): 6 rows per batch,
 # event time 2024-01-01 + 4 s per batch.
 ROWS_PER_BATCH = 6
@@ -89,7 +89,9 @@ def test_state_operator_metrics_read_as_spark_wrote_them(origin, recorded):
     for operator, written in zip(progress.state_operators, recorded["stateOperators"]):
         assert operator.operator_name == written["operatorName"]
         assert (operator.num_rows_total, operator.num_rows_updated, operator.num_rows_removed) == (
-            written["numRowsTotal"], written["numRowsUpdated"], written["numRowsRemoved"],
+            written["numRowsTotal"],
+            written["numRowsUpdated"],
+            written["numRowsRemoved"],
         )
         assert operator.memory_used_bytes == written["memoryUsedBytes"]
         assert operator.num_shuffle_partitions == written["numShufflePartitions"]
@@ -114,7 +116,7 @@ def test_watermark_trails_the_previous_batch_event_time_by_two_seconds():
     # watermark delay is 2 s, and batch 0 runs with no watermark yet (the epoch).
     progress = [progress_from_dict(p, source="report") for p in PLAIN_REPORT["progress"]]
     step = EVENT_TIME_STEP
-    assert progress[0].watermark == datetime(1970, 1, 1, tzinfo=timezone.utc)
+    assert progress[0].watermark == datetime(1970, 1, 1, tzinfo=UTC)
     assert [p.watermark for p in progress[1:]] == [
         EPOCH_2024 + (k - 1) * step - timedelta(seconds=2) for k in range(1, len(progress))
     ]
@@ -146,8 +148,11 @@ def test_event_log_progress_equals_what_the_query_reported(index):
 def _comparable(progress: StreamingQueryProgress) -> dict:
     """Every field, with rates rounded the way the JSON shape rounds them."""
     sources = [
-        {**_fields(source), "input_rows_per_second": _rounded(source.input_rows_per_second),
-         "processed_rows_per_second": _rounded(source.processed_rows_per_second)}
+        {
+            **_fields(source),
+            "input_rows_per_second": _rounded(source.input_rows_per_second),
+            "processed_rows_per_second": _rounded(source.processed_rows_per_second),
+        }
         for source in progress.sources
     ]
     return {
@@ -206,7 +211,8 @@ MALFORMED = {
     "sources an object": (lambda d: d.update(sources={}), "sources"),
     "rate a string": (lambda d: d["sources"][0].update(inputRowsPerSecond="fast"), "inputRowsPerSecond"),
     "custom metric a string": (
-        lambda d: d["stateOperators"][0]["customMetrics"].update(loadedMapCacheHitCount="1"), "loadedMapCacheHitCount"
+        lambda d: d["stateOperators"][0]["customMetrics"].update(loadedMapCacheHitCount="1"),
+        "loadedMapCacheHitCount",
     ),
     "eventTime value a number": (lambda d: d["eventTime"].update(watermark=0), "watermark"),
     "durationMs a list": (lambda d: d.update(durationMs=[1]), "durationMs"),
@@ -274,8 +280,13 @@ def test_other_spark_events_are_not_listener_events():
 
 def idle_event(**fields) -> dict:
     """A QueryIdleEvent line of an event log; a field given as None is left out."""
-    event = {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
-             "id": QUERY_UUID, "runId": RUN_UUID, "timestamp": "2024-01-01T00:00:00.000Z", **fields}
+    event = {
+        "Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent",
+        "id": QUERY_UUID,
+        "runId": RUN_UUID,
+        "timestamp": "2024-01-01T00:00:00.000Z",
+        **fields,
+    }
     return {key: value for key, value in event.items() if value is not None}
 
 
@@ -316,13 +327,18 @@ def test_an_id_that_is_not_a_uuid_is_corrupt_naming_the_field(field):
         listener_event_from_dict(idle_event(**{field: "query-7"}), JsonSite("events_1", "line 1"))
 
 
-@pytest.mark.parametrize(("written", "utc"), [
-    ("2024-01-01T00:00:04.000Z", "2024-01-01T00:00:04+00:00"),
-    # ISO-8601 allows offsets to 23:59; PostgreSQL stores at most about 15 hours.
-    ("2024-01-01T22:49:00+22:49", "2024-01-01T00:00:00+00:00"),
-])
+@pytest.mark.parametrize(
+    ("written", "utc"),
+    [
+        ("2024-01-01T00:00:04.000Z", "2024-01-01T00:00:04+00:00"),
+        # ISO-8601 allows offsets to 23:59; PostgreSQL stores at most about 15 hours.
+        ("2024-01-01T22:49:00+22:49", "2024-01-01T00:00:00+00:00"),
+    ],
+)
 def test_timestamps_are_read_as_utc_whatever_their_offset(written, utc):
-    assert listener_event_from_dict(idle_event(timestamp=written), JsonSite("log", "event")).timestamp.isoformat() == utc
+    assert (
+        listener_event_from_dict(idle_event(timestamp=written), JsonSite("log", "event")).timestamp.isoformat() == utc
+    )
 
 
 @pytest.mark.parametrize("written", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])

@@ -16,9 +16,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from fixture_paths import OUR_FIXTURES
 from state_corpus import ROCKSDB_STATE_CHECKPOINTS
-
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
 from workers.checkpoint.rocksdbrows import read_rocksdb_rows
 from workers.checkpoint.stateinventory import list_state_store_dirs
@@ -66,7 +66,9 @@ def test_a_version_on_a_zip_says_how_it_was_counted():
 def test_a_version_needing_more_bytes_than_allowed_is_not_counted():
     storage = CheckpointStorage(str(DEDUP))
 
-    with pytest.raises(CheckpointError, match=r"^state/0/0: not counted: version 12 needs \d+ bytes of files \(limit 1000\)"):
+    with pytest.raises(
+        CheckpointError, match=r"^state/0/0: not counted: version 12 needs \d+ bytes of files \(limit 1000\)"
+    ):
         read_rocksdb_rows(storage, list_state_store_dirs(storage)[0], 12, codec="lz4", max_read_bytes=1000)
 
 
@@ -80,7 +82,7 @@ def dedup_copy(tmp_path) -> Path:
 
 
 def _outcome(root: Path, damaged: str) -> str:
-    """"ok" when version 12 counts the 20 rows Spark reported, "changed" for another count, else
+    """ "ok" when version 12 counts the 20 rows Spark reported, "changed" for another count, else
     the class of the typed error, which must name ``damaged``."""
     storage = CheckpointStorage(str(root))
     store = next(d for d in list_state_store_dirs(storage) if d.path == DEDUP_STORE)
@@ -177,9 +179,17 @@ def test_a_damaged_manifest_inside_a_valid_zip_reads_or_is_an_error_naming_the_z
     [
         (lambda n, d: (n, b"MANIFEST-999999\n" if n == "CURRENT" else d), "RocksDB cannot read this version"),
         (lambda n, d: ("../escape" if n == "CURRENT" else n, d), "zip entry '../escape' is not a RocksDB file name"),
-        (lambda n, d: (n, d.replace(b'"maxColumnFamilyId":0', b'"maxColumnFamilyId":1').replace(
-            b'"columnFamilyMapping":{}', b'"columnFamilyMapping":{"timers":1}') if n == "metadata" else d),
-         "the store has column families"),
+        (
+            lambda n, d: (
+                n,
+                d.replace(b'"maxColumnFamilyId":0', b'"maxColumnFamilyId":1').replace(
+                    b'"columnFamilyMapping":{}', b'"columnFamilyMapping":{"timers":1}'
+                )
+                if n == "metadata"
+                else d,
+            ),
+            "the store has column families",
+        ),
     ],
     ids=["current-names-a-missing-manifest", "entry-outside-the-directory", "column-families"],
 )

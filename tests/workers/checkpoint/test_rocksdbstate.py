@@ -17,11 +17,11 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, TruncatedFileError, UnsupportedVersionError
-from workers.checkpoint.lz4block import compress_lz4_block_stream
 from workers.checkpoint.logdir import read_commit
+from workers.checkpoint.lz4block import compress_lz4_block_stream
 from workers.checkpoint.rocksdbstate import (
     ChangelogRecord,
     LineageItem,
@@ -86,7 +86,9 @@ def test_store_files_are_sorted_into_zips_changelogs_and_sst_files(name):
         files = list_rocksdb_store_files(storage, store)
         directory = OUR_FIXTURES / name / "checkpoint" / store.path
         assert sorted(f.name for f in files.zips) == sorted(p.name for p in version_files(directory, ".zip"))
-        assert sorted(f.name for f in files.changelogs) == sorted(p.name for p in version_files(directory, ".changelog"))
+        assert sorted(f.name for f in files.changelogs) == sorted(
+            p.name for p in version_files(directory, ".changelog")
+        )
         assert [f.name for f in files.sst_files] == sorted(p.name for p in (directory / "SSTs").glob("[0-9]*.sst"))
         assert (files.unknown, files.log_files) == ((), ())
         assert files.checkpoint_format == (2 if name == FORMAT2 else 1)
@@ -114,7 +116,11 @@ def test_every_zip_lists_sst_files_present_with_the_sizes_on_disk(name):
                 assert path.stat().st_size == sst.size_bytes
                 assert sst.dfs_file_name.startswith(sst.local_file_name.removesuffix(".sst") + "-")
                 checked += 1
-            assert (metadata.column_family_mapping, metadata.num_internal_keys, metadata.max_column_family_id) == ({}, 0, 0)
+            assert (metadata.column_family_mapping, metadata.num_internal_keys, metadata.max_column_family_id) == (
+                {},
+                0,
+                0,
+            )
     assert checked >= 4
 
 
@@ -182,10 +188,18 @@ def sized(data: bytes) -> bytes:
 
 KEY, VALUE, END = b"\x00" + bytes(16), b"\x00" + bytes(24), b"\x01" + bytes(16)
 V2_RECORDS = (
-    b"\x01" + sized(KEY) + sized(VALUE)
-    + b"\x10" + sized(KEY) + struct.pack(">i", -1)
-    + b"\x11" + sized(KEY) + sized(VALUE)
-    + b"\x20" + sized(KEY) + sized(END)
+    b"\x01"
+    + sized(KEY)
+    + sized(VALUE)
+    + b"\x10"
+    + sized(KEY)
+    + struct.pack(">i", -1)
+    + b"\x11"
+    + sized(KEY)
+    + sized(VALUE)
+    + b"\x20"
+    + sized(KEY)
+    + sized(END)
     + b"\x00"
 )
 V2_EXPECTED = (
@@ -246,7 +260,16 @@ def test_a_damaged_changelog_raises_our_error_naming_the_file_and_position(conte
 
 
 def test_row_checksums_are_stripped_from_put_values_and_delete_keys():
-    content = utf("v2") + b"\x01" + sized(KEY) + sized(b"ckes" + VALUE) + b"\x10" + sized(b"ckks" + KEY) + struct.pack(">i", -1) + b"\x00"
+    content = (
+        utf("v2")
+        + b"\x01"
+        + sized(KEY)
+        + sized(b"ckes" + VALUE)
+        + b"\x10"
+        + sized(b"ckks" + KEY)
+        + struct.pack(">i", -1)
+        + b"\x00"
+    )
     records = parse_changelog_content(content, source="c", row_checksum=True).records
     assert records == (ChangelogRecord("put", KEY, VALUE), ChangelogRecord("delete", KEY, None))
 
@@ -260,7 +283,12 @@ SPARK_35_METADATA = (
 
 def test_spark_3_metadata_without_column_family_fields_is_read():
     metadata = parse_rocksdb_checkpoint_metadata(SPARK_35_METADATA, source="24.zip")
-    assert (metadata.num_keys, metadata.log_files, metadata.column_family_mapping, metadata.max_column_family_id) == (3, (), None, None)
+    assert (metadata.num_keys, metadata.log_files, metadata.column_family_mapping, metadata.max_column_family_id) == (
+        3,
+        (),
+        None,
+        None,
+    )
     assert metadata.sst_files[0].dfs_file_name == "000015-0b6f.sst" and metadata.sst_files[0].size_bytes == 1337
 
 
@@ -375,7 +403,9 @@ def test_a_replay_from_version_0_counts_puts_minus_deletes(tmp_path):
 
 def corpus() -> list[Path]:
     return sorted(
-        path for name in FIXTURES for path in (OUR_FIXTURES / name / "checkpoint" / "state").rglob("*")
+        path
+        for name in FIXTURES
+        for path in (OUR_FIXTURES / name / "checkpoint" / "state").rglob("*")
         if path.suffix in (".zip", ".changelog") and not path.name.startswith(".")
     )
 
@@ -391,7 +421,9 @@ def parse_any(path: Path, data: bytes) -> None:
 def test_every_truncation_and_byte_flip_parses_or_raises_a_checkpoint_error_naming_the_file(path):
     data = path.read_bytes()
     damaged = [data[:cut] for cut in range(0, len(data), max(1, len(data) // 97))]
-    damaged += [data[:at] + bytes([data[at] ^ 0x5A]) + data[at + 1 :] for at in range(0, len(data), max(1, len(data) // 61))]
+    damaged += [
+        data[:at] + bytes([data[at] ^ 0x5A]) + data[at + 1 :] for at in range(0, len(data), max(1, len(data) // 61))
+    ]
     for variant in damaged:
         try:
             parse_any(path, variant)

@@ -1,11 +1,12 @@
 """What a path given as a checkpoint or a file sink's output holds (workers.checkpoint.rootkinds)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint import (
     CheckpointStorage,
     NotACheckpointError,

@@ -8,8 +8,8 @@ CheckpointError whose message starts with the file's path; CorruptFileError carr
 from __future__ import annotations
 
 import pytest
-from state_corpus import case_id, state_file_cases
 
+from state_corpus import case_id, state_file_cases
 from workers.checkpoint.errors import CheckpointError, CorruptFileError
 from workers.checkpoint.lz4block import HEADER
 from workers.checkpoint.statecodec import decompress_state_file
@@ -22,8 +22,14 @@ CASES = state_file_cases()
 def _outcome(case, data: bytes) -> str:
     """Return "ok" or the error's class name; any non-CheckpointError fails the test."""
     try:
-        parse_state_file(data, source=case.source, codec=case.codec, row_checksum=case.row_checksum,
-                         removals_allowed=not case.is_snapshot, max_bytes=1 << 20)
+        parse_state_file(
+            data,
+            source=case.source,
+            codec=case.codec,
+            row_checksum=case.row_checksum,
+            removals_allowed=not case.is_snapshot,
+            max_bytes=1 << 20,
+        )
         raw = decompress_state_file(data, source=case.source, codec=case.codec, max_bytes=1 << 20)
         if case.is_snapshot:
             count_snapshot(raw, case.source, {}, row_checksum=case.row_checksum)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import struct
 
 import pytest
+
 from fixture_paths import OUR_FIXTURES
 from state_corpus import case_id, state_file_cases
-
 from workers.checkpoint.errors import CorruptFileError, TruncatedFileError, UnsupportedCodecError
 from workers.checkpoint.statefiles import StateRecord, iter_state_records, parse_state_file
 
@@ -17,8 +17,11 @@ ZSTD_CHECKSUM = OUR_FIXTURES / "hdfs_zstd_row_checksum" / "checkpoint" / "state"
 
 def _records(case):
     return parse_state_file(
-        case.path.read_bytes(), source=case.source, codec=case.codec,
-        row_checksum=case.row_checksum, removals_allowed=not case.is_snapshot,
+        case.path.read_bytes(),
+        source=case.source,
+        codec=case.codec,
+        row_checksum=case.row_checksum,
+        removals_allowed=not case.is_snapshot,
     )
 
 
@@ -57,7 +60,9 @@ def _content(*records: tuple[bytes, bytes | None], end: bool = True) -> bytes:
 def test_removal_keys_lose_their_checksum_and_put_keys_keep_all_bytes():
     raw = _content((b"K" * 8, b"CCCC" + b"V" * 8), (b"cccc" + b"K" * 8, None))
     assert list(iter_state_records(raw, source="d", row_checksum=True)) == [
-        StateRecord(b"K" * 8, b"V" * 8), StateRecord(b"K" * 8, None)]
+        StateRecord(b"K" * 8, b"V" * 8),
+        StateRecord(b"K" * 8, None),
+    ]
 
 
 def test_pre_2_3_values_are_floored_to_whole_words():

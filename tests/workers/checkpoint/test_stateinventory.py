@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from workers.checkpoint.errors import MissingFileError
 from workers.checkpoint.stateinventory import (
     HdfsStateFile,
@@ -43,8 +43,12 @@ def test_a_checkpoint_without_state_has_no_stores():
 
 @pytest.mark.parametrize(
     ("fixture", "provider"),
-    [("windowed_agg_file_sink", "hdfs"), ("hdfs_zstd_row_checksum", "hdfs"),
-     ("rocksdb_changelog_agg", "rocksdb"), ("rocksdb_checkpoint_v2_dedup", "rocksdb")],
+    [
+        ("windowed_agg_file_sink", "hdfs"),
+        ("hdfs_zstd_row_checksum", "hdfs"),
+        ("rocksdb_changelog_agg", "rocksdb"),
+        ("rocksdb_checkpoint_v2_dedup", "rocksdb"),
+    ],
 )
 def test_the_provider_is_told_from_the_file_names(fixture, provider):
     stores = list_state_store_dirs(CheckpointStorage(str(OUR_FIXTURES / fixture / "checkpoint")))
@@ -63,9 +67,15 @@ def _infos(*names: str) -> list[StateFileInfo]:
 
 def test_fetch_files_rules_snapshot_shadows_delta_and_unknown_names_are_reported():
     files, unknown = parse_hdfs_state_files(
-        _infos("2.delta", "1.delta", "2.snapshot", "3.DELTA", ".3.delta.crc", "3.crc", "4.delta.bak", "x.delta", "5.zip")
+        _infos(
+            "2.delta", "1.delta", "2.snapshot", "3.DELTA", ".3.delta.crc", "3.crc", "4.delta.bak", "x.delta", "5.zip"
+        )
     )
-    assert [(f.version, f.kind, f.name) for f in files] == [(1, "delta", "1.delta"), (2, "snapshot", "2.snapshot"), (3, "delta", "3.DELTA")]
+    assert [(f.version, f.kind, f.name) for f in files] == [
+        (1, "delta", "1.delta"),
+        (2, "snapshot", "2.snapshot"),
+        (3, "delta", "3.DELTA"),
+    ]
     assert unknown == ("4.delta.bak", "x.delta", "5.zip")
 
 

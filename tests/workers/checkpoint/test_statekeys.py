@@ -4,20 +4,25 @@ The key set at version v - 1 plus the delta or changelog of v must equal the key
 of v gives (the snapshot and deltas, or zip and changelogs, Spark loads; both readers are checked
 against Spark's own `statestore` source in tests/spark). Damaged files raise our errors, naming them.
 """
+
 from __future__ import annotations
 
 import os
 
 import pytest
-from state_corpus import OUR_STATE_CHECKPOINTS, ROCKSDB_STATE_CHECKPOINTS
 
 from fixture_paths import OUR_FIXTURES
+from state_corpus import OUR_STATE_CHECKPOINTS, ROCKSDB_STATE_CHECKPOINTS
 from workers.checkpoint import CheckpointError, CorruptFileError, TruncatedFileError
 from workers.checkpoint.rocksdbstate import list_rocksdb_store_files
-from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.statefollow import read_state_keys
+from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.statekeys import (
-    apply_key_changes, follow_changelog, follow_delta, parse_state_keys, state_keys_of,
+    apply_key_changes,
+    follow_changelog,
+    follow_delta,
+    parse_state_keys,
+    state_keys_of,
 )
 from workers.checkpoint.statesample import load_state_rows
 from workers.checkpoint.statesummary import StateConf
@@ -54,14 +59,21 @@ HDFS_STEPS = _hdfs_steps()
 ROCKSDB_STEPS = _rocksdb_steps()
 
 
-@pytest.mark.parametrize(("name", "store", "version", "conf"), HDFS_STEPS, ids=[f"{c[0]}/{c[1].path}/{c[2]}" for c in HDFS_STEPS])
+@pytest.mark.parametrize(
+    ("name", "store", "version", "conf"), HDFS_STEPS, ids=[f"{c[0]}/{c[1].path}/{c[2]}" for c in HDFS_STEPS]
+)
 def test_a_delta_applied_to_the_previous_key_set_gives_the_key_set_a_cold_read_gives(name, store, version, conf):
     storage = CheckpointStorage(str(OUR_FIXTURES / name / "checkpoint"))
     previous = read_state_keys(storage, store, version - 1, conf=conf)
     source = f"{store.path}/{version}.delta"
 
     followed = follow_delta(
-        previous, storage.read_bytes(source), version=version, source=source, codec=conf.codec, row_checksum=conf.row_checksum
+        previous,
+        storage.read_bytes(source),
+        version=version,
+        source=source,
+        codec=conf.codec,
+        row_checksum=conf.row_checksum,
     )
 
     cold = read_state_keys(storage, store, version, conf=conf)
@@ -73,7 +85,9 @@ def test_a_delta_applied_to_the_previous_key_set_gives_the_key_set_a_cold_read_g
 
 
 @pytest.mark.parametrize(
-    ("name", "store", "changelog", "conf"), ROCKSDB_STEPS, ids=[f"{c[0]}/{c[1].path}/{c[2].name}" for c in ROCKSDB_STEPS]
+    ("name", "store", "changelog", "conf"),
+    ROCKSDB_STEPS,
+    ids=[f"{c[0]}/{c[1].path}/{c[2].name}" for c in ROCKSDB_STEPS],
 )
 def test_a_changelog_applied_to_the_previous_key_set_gives_the_key_set_a_cold_read_gives(name, store, changelog, conf):
     storage = CheckpointStorage(str(OUR_FIXTURES / name / "checkpoint"))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fixture_paths import OUR_FIXTURES
 from state_corpus import OUR_STATE_CHECKPOINTS
-
 from workers.checkpoint.errors import MissingFileError
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import StateSize, read_state_size

@@ -11,12 +11,20 @@ from __future__ import annotations
 import struct
 
 import pytest
-from state_corpus import case_id, state_file_cases
 
+from state_corpus import case_id, state_file_cases
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import KEYS_PER_UNPACK, find_record_run, iter_state_records
-from workers.checkpoint.staterows import MIN_BULK_RECORDS, REMOVED, SCAN_BYTES, StateSize, apply_delta, count_snapshot, live_size
+from workers.checkpoint.staterows import (
+    MIN_BULK_RECORDS,
+    REMOVED,
+    SCAN_BYTES,
+    StateSize,
+    apply_delta,
+    count_snapshot,
+    live_size,
+)
 
 CASES = state_file_cases()
 
@@ -34,8 +42,11 @@ def _replayed(raw: bytes, changes: dict[bytes, int], *, row_checksum: bool, keep
 
 
 def _snapshot_size(raw: bytes, changes: dict[bytes, int], *, row_checksum: bool) -> StateSize:
-    records = [r for r in iter_state_records(raw, source="f", row_checksum=row_checksum, removals_allowed=False)
-               if r.key not in changes]
+    records = [
+        r
+        for r in iter_state_records(raw, source="f", row_checksum=row_checksum, removals_allowed=False)
+        if r.key not in changes
+    ]
     return StateSize(len(records), sum(len(r.key) for r in records), sum(len(r.value) for r in records))
 
 
@@ -78,6 +89,7 @@ def test_every_fixture_snapshot_counts_like_its_records_one_by_one(case):
 
 # --- crafted contents ----------------------------------------------------------------------------
 
+
 def _record(key: bytes, value: bytes | None, *, checksum: bool = False) -> bytes:
     if checksum:
         key, value = (key, b"CSUM" + value) if value is not None else (b"csum" + key, None)
@@ -107,26 +119,40 @@ LAYOUTS = {
     "one long run of puts": [("put", LONG, 40, 16)],
     "puts then removals of the same keys": [("put", LONG, 40, 16), ("del", LONG - 9, 40, 0)],
     "runs just below, at and above the bulk threshold": [
-        ("put", MIN_BULK_RECORDS - 1, 40, 16), ("put", MIN_BULK_RECORDS, 48, 16),
-        ("put", MIN_BULK_RECORDS + 1, 40, 24), ("del", MIN_BULK_RECORDS, 48, 0),
+        ("put", MIN_BULK_RECORDS - 1, 40, 16),
+        ("put", MIN_BULK_RECORDS, 48, 16),
+        ("put", MIN_BULK_RECORDS + 1, 40, 24),
+        ("del", MIN_BULK_RECORDS, 48, 0),
     ],
     "runs of exactly one and two unpack chunks": [
-        ("put", KEYS_PER_UNPACK, 40, 16), ("put", 2 * KEYS_PER_UNPACK, 48, 8), ("del", KEYS_PER_UNPACK, 40, 0),
+        ("put", KEYS_PER_UNPACK, 40, 16),
+        ("put", 2 * KEYS_PER_UNPACK, 48, 8),
+        ("del", KEYS_PER_UNPACK, 40, 0),
     ],
     "sizes changing at every record": [
-        (kind, 1, size, value) for _ in range(30) for kind, size, value in
-        (("put", 40, 16), ("put", 48, 16), ("del", 40, 0), ("put", 40, 24), ("put", 32, 0))
+        (kind, 1, size, value)
+        for _ in range(30)
+        for kind, size, value in (("put", 40, 16), ("put", 48, 16), ("del", 40, 0), ("put", 40, 24), ("put", 32, 0))
     ],
     "a key put, removed and put again with another value size": [
-        ("put", 20, 40, 16), ("del", 20, 40, 0), ("put", 20, 40, 32), ("del", 5, 40, 0), ("put", 3, 40, 8),
+        ("put", 20, 40, 16),
+        ("del", 20, 40, 0),
+        ("put", 20, 40, 32),
+        ("del", 5, 40, 0),
+        ("put", 3, 40, 8),
     ],
     "values of 4 stray bytes past whole words (Spark before 2.3)": [("put", 40, 24, 20), ("put", 3, 24, 12)],
     "empty keys and values": [("put", 12, 0, 0), ("put", 12, 8, 0), ("del", 12, 0, 0)],
     "an irregular stretch longer than one scan": [
         ("put", 1, size, 16) for _ in range(SCAN_BYTES // 100) for size in (40, 48)
-    ] + [("del", 1, 40, 0), ("put", LONG, 40, 16)],
+    ]
+    + [("del", 1, 40, 0), ("put", LONG, 40, 16)],
     "a long run after an irregular stretch": [
-        ("put", 1, 40, 16), ("put", 1, 48, 16), ("put", 3, 56, 16), ("put", LONG, 40, 16), ("del", 2, 40, 0),
+        ("put", 1, 40, 16),
+        ("put", 1, 48, 16),
+        ("put", 3, 56, 16),
+        ("put", LONG, 40, 16),
+        ("del", 2, 40, 0),
     ],
 }
 
@@ -147,7 +173,9 @@ def test_crafted_snapshots_count_like_their_records_one_by_one(name, checksum):
     puts = [(kind, count, key_size, value_size) for kind, count, key_size, value_size in LAYOUTS[name] if kind == "put"]
     raw = _content(puts, checksum=checksum, unique=True)
     for changes in ({}, {_key(number, 40): REMOVED for number in range(0, 200, 3)}):
-        assert count_snapshot(raw, "f", changes, row_checksum=checksum) == _snapshot_size(raw, changes, row_checksum=checksum)
+        assert count_snapshot(raw, "f", changes, row_checksum=checksum) == _snapshot_size(
+            raw, changes, row_checksum=checksum
+        )
 
 
 def test_a_long_run_of_fixed_width_records_is_found_as_one_run():

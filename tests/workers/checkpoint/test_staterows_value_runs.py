@@ -116,13 +116,15 @@ LAYOUTS = {
     "tricky key sizes, puts then removals": _mixed_puts(300, 16) + _mixed_removals(200),
     "value sizes from 8 to 264 bytes": [
         record for size in (8, 16, 264, 8, 520) for record in _mixed_puts(20, size, first=size)
-    ] + _mixed_removals(40, first=8),
+    ]
+    + _mixed_removals(40, first=8),
     "puts, removals and puts again of the same keys": (
         _mixed_puts(60, 16) + _mixed_removals(30) + _mixed_puts(10, 32) + _mixed_removals(5, first=8)
     ),
     "more key sizes than one pattern takes": [
         _record(_key(n, size), b"v" * 16) for n, size in enumerate(range(8, 8 * (MAX_VALUE_RUN_KEY_SIZES + 10), 8))
-    ] + [_record(_key(n, size), None) for n, size in enumerate(range(8, 8 * (MAX_VALUE_RUN_KEY_SIZES + 10), 16))],
+    ]
+    + [_record(_key(n, size), None) for n, size in enumerate(range(8, 8 * (MAX_VALUE_RUN_KEY_SIZES + 10), 16))],
     "a value run longer than one scan step": _mixed_puts(4000, 16) + _mixed_removals(3000),
 }
 
@@ -141,7 +143,8 @@ def test_deltas_of_varying_key_sizes_apply_like_their_records_one_by_one(name, k
 @pytest.mark.parametrize("keep_removals", [True, False], ids=["kept", "forgotten"])
 def test_deltas_of_varying_key_sizes_with_row_checksums_apply_like_their_records_one_by_one(keep_removals):
     raw = _content(
-        _mixed_puts(200, 16, checksum=True) + _mixed_removals(100, first=8, checksum=True)
+        _mixed_puts(200, 16, checksum=True)
+        + _mixed_removals(100, first=8, checksum=True)
         + _mixed_puts(20, 8, checksum=True)
     )
     expected = _replayed(raw, {}, row_checksum=True, keep_removals=keep_removals)

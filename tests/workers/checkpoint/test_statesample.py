@@ -12,10 +12,10 @@ import json
 import shutil
 
 import pytest
+
 from fixture_paths import OUR_FIXTURES
 from state_corpus import ROCKSDB_STATE_CHECKPOINTS
-
-from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
+from workers.checkpoint.errors import CorruptFileError, MissingFileError
 from workers.checkpoint.logdir import list_batch_ids, read_offset_seq
 from workers.checkpoint.sparktypes import AtomicType, StructField, StructType
 from workers.checkpoint.stateinventory import list_state_store_dirs
@@ -125,7 +125,9 @@ def test_a_rocksdb_version_whose_changelog_is_gone_is_a_missing_file_error_namin
     storage = CheckpointStorage(str(tmp_path / "c"))
     store_dir = list_state_store_dirs(storage)[0]
 
-    with pytest.raises(MissingFileError, match=r"^state/0/0: version 11 cannot be loaded: missing changelog 11\.changelog"):
+    with pytest.raises(
+        MissingFileError, match=r"^state/0/0: version 11 cannot be loaded: missing changelog 11\.changelog"
+    ):
         _sample(storage, store_dir, 11)
 
 
@@ -154,6 +156,12 @@ def test_a_row_that_does_not_fit_the_schema_names_the_file_that_put_it():
 
     with pytest.raises(CorruptFileError, match=r"^state/0/0/9\.snapshot: value row: 16 bytes cannot hold 5 fields"):
         sample_state_rows(
-            storage, store_dir, 9, limit=1, key_schema=schema.key_schema, value_schema=too_wide,
-            codec="lz4", row_checksum=False,
+            storage,
+            store_dir,
+            9,
+            limit=1,
+            key_schema=schema.key_schema,
+            value_schema=too_wide,
+            codec="lz4",
+            row_checksum=False,
         )

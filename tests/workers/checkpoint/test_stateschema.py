@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
+from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from workers.checkpoint.sparktypes import simple_string
 from workers.checkpoint.stateschema import (
@@ -50,8 +50,14 @@ EXPECTED_SCHEMAS = {
     "stream_stream_join/checkpoint/state/0/0/left-keyWithIndexToValue/_metadata/schema": _key_with_index("left"),
     "stream_stream_join/checkpoint/state/0/0/right-keyWithIndexToValue/_metadata/schema": _key_with_index("right"),
     "rocksdb_no_changelog_agg/checkpoint/state/0/0/_metadata/schema": WINDOW_AGG,
-    **{f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyToNumValues/_metadata/schema": KEY_TO_NUM_VALUES for side in ("left", "right")},
-    **{f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyWithIndexToValue/_metadata/schema": _key_with_index(side) for side in ("left", "right")},
+    **{
+        f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyToNumValues/_metadata/schema": KEY_TO_NUM_VALUES
+        for side in ("left", "right")
+    },
+    **{
+        f"rocksdb_stream_join/checkpoint/state/0/0/{side}-keyWithIndexToValue/_metadata/schema": _key_with_index(side)
+        for side in ("left", "right")
+    },
     # StreamingGlobalLimitExec: one key of NullType ("key") and the count of rows let through ("value", LongType).
     "rocksdb_limit_checkpoint_v2/checkpoint/state/0/0/_metadata/schema": ("struct<key:void>", "struct<value:bigint>"),
     "checkpoint-version-3.2.0-deduplication-with-repartition/state/0/0/_metadata/schema": (
@@ -179,9 +185,9 @@ def test_operator_metadata_v1_names_the_operator_and_its_stores(fixture, operato
     assert (metadata.version, metadata.operator_info.operator_id) == (1, 0)
     assert metadata.operator_info.operator_name == operator_name
     assert metadata.store_names == (JOIN_STORES if fixture == "stream_stream_join" else ("default",))
-    assert {(s.num_partitions, s.num_cols_prefix_key, s.state_schema_file_paths) for s in metadata.state_store_info} == {
-        (2, 0, ())
-    }
+    assert {
+        (s.num_partitions, s.num_cols_prefix_key, s.state_schema_file_paths) for s in metadata.state_store_info
+    } == {(2, 0, ())}
     assert metadata.operator_properties is None
 
 

@@ -1,10 +1,10 @@
 """workers.checkpoint.statesummary on real fixtures: chains, restart version, limits, unknowns."""
+
 from __future__ import annotations
 
 import json
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
-
 from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.statesummary import (
     StatePartitionSummary,
@@ -41,15 +41,23 @@ def test_a_store_total_is_unknown_when_one_partition_is():
     known = StatePartitionSummary(0, 0, "default", "hdfs", "state/0/0", 3, None, 3, 100, 5, 3)
     unknown = StatePartitionSummary(0, 1, "default", "hdfs", "state/0/1", 4, 2, 2, 50, None, None, "damaged")
     [total] = summarize_stores([known, unknown])
-    assert (total.partitions, total.latest_version, total.rows, total.bytes_on_disk, total.max_delta_chain) == (2, 4, None, 150, 3)
+    assert (total.partitions, total.latest_version, total.rows, total.bytes_on_disk, total.max_delta_chain) == (
+        2,
+        4,
+        None,
+        150,
+        3,
+    )
 
 
 def test_the_pinned_conf_decides_codec_and_row_checksums():
     assert state_conf({}) == state_conf({"spark.sql.streaming.stateStore.rowChecksum.enabled": "false"})
-    conf = state_conf({
-        "spark.sql.streaming.stateStore.compression.codec": "zstd",
-        "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
-    })
+    conf = state_conf(
+        {
+            "spark.sql.streaming.stateStore.compression.codec": "zstd",
+            "spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
+        }
+    )
     assert (conf.codec, conf.row_checksum) == ("zstd", True)
 
 
@@ -59,6 +67,8 @@ def test_the_restart_cost_is_the_snapshot_and_the_deltas_after_it():
         directory = KILLED / partition.path
         snapshots = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.snapshot"))
         base = max(v for v in snapshots if v <= partition.latest_version)
-        chain = [directory / f"{base}.snapshot"] + [directory / f"{v}.delta" for v in range(base + 1, partition.latest_version + 1)]
+        chain = [directory / f"{base}.snapshot"] + [
+            directory / f"{v}.delta" for v in range(base + 1, partition.latest_version + 1)
+        ]
         assert (partition.load_files, partition.load_bytes) == (len(chain), sum(p.stat().st_size for p in chain))
         assert partition.delta_chain == len(chain) - 1

@@ -210,7 +210,9 @@ def test_file_larger_than_the_read_limit_is_refused(local_checkpoint):
     assert storage.read_bytes("offsets/0", max_bytes=None) == b"v1\n{}\n0"
 
 
-@pytest.mark.parametrize("relpath", ["../other/metadata", "/etc/passwd", "offsets//0", "./metadata", "offsets/", "a/../b"])
+@pytest.mark.parametrize(
+    "relpath", ["../other/metadata", "/etc/passwd", "offsets//0", "./metadata", "offsets/", "a/../b"]
+)
 def test_relative_paths_that_could_escape_the_root_are_refused(local_checkpoint, relpath):
     storage = CheckpointStorage(str(local_checkpoint))
     with pytest.raises(PathNotAllowedError) as raised:
@@ -225,7 +227,15 @@ def test_calls_are_counted(local_checkpoint):
     storage.read_bytes("offsets/0")
     storage.find_bytes("commits/0")
     storage.exists("metadata")
-    assert storage.calls.as_dict() == {"list": 2, "info": 1, "read": 2, "bytes_read": 7, "write": 0, "bytes_written": 0, "delete": 0}
+    assert storage.calls.as_dict() == {
+        "list": 2,
+        "info": 1,
+        "read": 2,
+        "bytes_read": 7,
+        "write": 0,
+        "bytes_written": 0,
+        "delete": 0,
+    }
 
 
 # --- memory filesystem --------------------------------------------------------------------

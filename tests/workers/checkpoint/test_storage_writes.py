@@ -1,4 +1,5 @@
 """Atomic writes and idempotent deletes at the storage edge, on a local directory and in memory."""
+
 from __future__ import annotations
 
 import uuid

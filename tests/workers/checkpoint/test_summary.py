@@ -29,7 +29,15 @@ def test_summary_reads_each_metadata_log_file_once(spark_resources):
     storage = CheckpointStorage(str(spark_resources / INCONSISTENT))
     summarize_checkpoint(storage)
     # metadata (45 bytes) + offsets 0, 1, 2, 4 (229 + 3 * 232) + commits 0-2 (3 * 29).
-    assert storage.calls.as_dict() == {"list": 2, "info": 0, "read": 8, "bytes_read": 1057, "write": 0, "bytes_written": 0, "delete": 0}
+    assert storage.calls.as_dict() == {
+        "list": 2,
+        "info": 0,
+        "read": 8,
+        "bytes_read": 1057,
+        "write": 0,
+        "bytes_written": 0,
+        "delete": 0,
+    }
 
 
 def test_checkpoint_from_before_the_commit_log_has_every_batch_uncommitted(spark_resources):
@@ -52,7 +60,7 @@ def test_join_checkpoint_batch_has_one_offset_per_source(spark_resources):
 
 def test_corrupt_offsets_file_is_an_error_and_other_batches_remain(checkpoint_copy):
     root = checkpoint_copy(INCONSISTENT)
-    (root / "offsets" / "2").write_bytes(b"v1\n{\"batchWatermarkMs\":5000,\n2")
+    (root / "offsets" / "2").write_bytes(b'v1\n{"batchWatermarkMs":5000,\n2')
     document = summarize_checkpoint(CheckpointStorage(str(root))).as_json()
     assert [batch["batch_id"] for batch in document["batches"]] == [0, 1, 4]
     assert document["offsets"] == {"first": 0, "latest": 4, "count": 4}
@@ -71,9 +79,7 @@ def test_corrupt_commit_file_is_an_error_but_the_batch_stays_committed(checkpoin
     (root / "commits" / "1").write_bytes(b"")
     document = summarize_checkpoint(CheckpointStorage(str(root))).as_json()
     assert [batch["committed"] for batch in document["batches"]] == [True, True, True, False]
-    assert document["errors"] == [
-        {"path": "commits/1", "error": "commits/1: Incomplete log file: the file is empty"}
-    ]
+    assert document["errors"] == [{"path": "commits/1", "error": "commits/1: Incomplete log file: the file is empty"}]
 
 
 def test_missing_metadata_file_gives_no_query_id_and_no_error(checkpoint_copy):
@@ -124,7 +130,13 @@ def test_version_2_offsets_are_summarised_in_file_order(memory_fs):
     memory_fs.pipe("/ckpt/offsets/3", b'v2\n{"batchTimestampMs":1700000000000}\nb:7\na:-')
     memory_fs.pipe("/ckpt/commits/3", b'v2\n{"nextBatchWatermarkMs":0}')
     batch = summarize_checkpoint(CheckpointStorage("memory://ckpt")).as_json()["batches"][0]
-    assert batch == {"batch_id": 3, "timestamp_ms": 1700000000000, "watermark_ms": 0, "committed": True, "sources": [7, None]}
+    assert batch == {
+        "batch_id": 3,
+        "timestamp_ms": 1700000000000,
+        "watermark_ms": 0,
+        "committed": True,
+        "sources": [7, None],
+    }
 
 
 def test_summary_document_survives_a_json_round_trip(spark_resources, fixture_checkpoint):

@@ -15,15 +15,15 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fixture_paths import OUR_FIXTURES
 
+from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.errors import CorruptFileError
 from workers.checkpoint.sparktypes import AtomicType, StructField, StructType
 from workers.checkpoint.statefiles import StateRecord, parse_state_file
 from workers.checkpoint.stateschema import parse_state_schema_file
 from workers.checkpoint.unsaferow import decode_unsafe_row
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 @cache

@@ -5,7 +5,13 @@ file it writes and deletes and the preconditions; ``execute.apply_plan`` carries
 plan out crash-safely.
 """
 
-from .cleanup import DEFAULT_MIN_VERSIONS_TO_RETAIN, apply_cleanup, cleanup_plan_from_listings, plan_cleanup, read_zip_metadata
+from .cleanup import (
+    DEFAULT_MIN_VERSIONS_TO_RETAIN,
+    apply_cleanup,
+    cleanup_plan_from_listings,
+    plan_cleanup,
+    read_zip_metadata,
+)
 from .compaction import (
     DEFAULT_CLEANUP_DELAY_SECONDS,
     DEFAULT_MIN_BATCHES_TO_RETAIN,
@@ -29,9 +35,15 @@ from .plan import (
 )
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
 from .purge import DEFAULT_KEEP_BATCHES, apply_purge, oldest_state_version, plan_purge, purge_plan_from_listings
-from .snapshot import DEFAULT_MIN_CHAIN, apply_snapshot, build_snapshot_content, plan_snapshot, snapshot_plan_from_listings
-from .statestores import StateListings, list_state_listings
 from .sidecars import directory_uses_hadoop_crc, hadoop_crc_bytes, hadoop_crc_name, sidecars_of
+from .snapshot import (
+    DEFAULT_MIN_CHAIN,
+    apply_snapshot,
+    build_snapshot_content,
+    plan_snapshot,
+    snapshot_plan_from_listings,
+)
+from .statestores import StateListings, list_state_listings
 
 __all__ = [
     "DEFAULT_MIN_CHAIN",

@@ -79,7 +79,9 @@ def apply_action(
     raise ValueError(f"unknown maintenance action {plan.action!r}; expected one of {', '.join(ACTIONS)}")
 
 
-def _log_location(log: str | None, storage: CheckpointStorage, sink_storage: CheckpointStorage | None) -> tuple[CheckpointStorage, str]:
+def _log_location(
+    log: str | None, storage: CheckpointStorage, sink_storage: CheckpointStorage | None
+) -> tuple[CheckpointStorage, str]:
     """The storage and directory of the compactible log a request names."""
     if log == SINK_LOG:
         if sink_storage is None:

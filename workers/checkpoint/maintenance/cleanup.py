@@ -32,7 +32,14 @@ from ..errors import CheckpointError, MissingFileError
 from ..integrity import TEMPORARY_FILE_GRACE_SECONDS
 from ..inventory import is_temporary_name
 from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, parse_rocksdb_store_files, read_rocksdb_zip
-from ..stateinventory import HdfsStateFile, StateFileInfo, StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
+from ..stateinventory import (
+    HdfsStateFile,
+    StateFileInfo,
+    StateStoreDir,
+    detect_provider,
+    files_for_version,
+    parse_hdfs_state_files,
+)
 from ..storage import CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
@@ -77,7 +84,9 @@ def plan_cleanup(
     )
 
 
-def read_zip_metadata(storage: CheckpointStorage, stores: Sequence[StateStoreDir]) -> dict[str, RocksDBCheckpointMetadata | None]:
+def read_zip_metadata(
+    storage: CheckpointStorage, stores: Sequence[StateStoreDir]
+) -> dict[str, RocksDBCheckpointMetadata | None]:
     """Read the metadata of every zip of the RocksDB stores (one GET each); None for an unreadable zip."""
     metadata: dict[str, RocksDBCheckpointMetadata | None] = {}
     for store in stores:
@@ -196,7 +205,9 @@ class _Survey:
         if cutoff is None:
             self.notes.append(f"{store.path}: every file is needed by a retained version")
             return
-        doomed = sorted((f for f in _every_state_file(store.files) if f.version < cutoff), key=lambda f: (f.version, f.is_snapshot))
+        doomed = sorted(
+            (f for f in _every_state_file(store.files) if f.version < cutoff), key=lambda f: (f.version, f.is_snapshot)
+        )
         for state_file in doomed:
             reason = f"version {state_file.version} < {cutoff}, the oldest file a retained version loads"
             self._delete(store.path, state_file.name, entries, reason)
@@ -224,7 +235,9 @@ class _Survey:
 
         ssts, logs = listed(SST_DIR), listed(LOG_DIR)
         files = parse_rocksdb_store_files(
-            store.files, [StateFileInfo(i.name, i.size) for i in ssts.values()], [StateFileInfo(i.name, i.size) for i in logs.values()]
+            store.files,
+            [StateFileInfo(i.name, i.size) for i in ssts.values()],
+            [StateFileInfo(i.name, i.size) for i in logs.values()],
         )
         return RocksDBStoreListing(store.path, files, entries, ssts, logs)
 
@@ -241,7 +254,9 @@ class _Survey:
             if is_temporary_name(name) and age is not None and age > TEMPORARY_FILE_GRACE_SECONDS:
                 self._delete(directory, name, entries, f"temporary file of an interrupted write, {age:.0f} s old")
 
-    def _check_retention(self, store: StateStoreDir, state_files: Sequence[HdfsStateFile], doomed: set[str], cutoff: int) -> None:
+    def _check_retention(
+        self, store: StateStoreDir, state_files: Sequence[HdfsStateFile], doomed: set[str], cutoff: int
+    ) -> None:
         """Every version from ``cutoff`` on that loads now must load from what remains."""
         remaining = [info for info in store.files if info.name not in doomed]
         before = {v for v in loadable_versions(state_files) if v >= cutoff}
@@ -282,7 +297,9 @@ def _every_state_file(files: Sequence[StateFileInfo]) -> list[HdfsStateFile]:
 def _committed_precondition(committed: int | None) -> Precondition:
     if committed is None:
         return precondition("version-committed", False, "no batch is committed: nothing is known to be retained")
-    return precondition("version-committed", True, f"batch {committed - 1} is committed: it wrote state version {committed}")
+    return precondition(
+        "version-committed", True, f"batch {committed - 1} is committed: it wrote state version {committed}"
+    )
 
 
 def _provider_precondition(refused: Sequence[str]) -> Precondition:
@@ -293,7 +310,9 @@ def _provider_precondition(refused: Sequence[str]) -> Precondition:
             "cleanup of RocksDB stores in checkpoint format 2 (<version>_<uuid> files) is not supported: "
             f"Spark's RocksDB provider cleans them (deleteOldVersions) ({', '.join(refused)})",
         )
-    return precondition("supported-provider", True, "every chosen store is HDFS-backed or RocksDB in checkpoint format 1")
+    return precondition(
+        "supported-provider", True, "every chosen store is HDFS-backed or RocksDB in checkpoint format 1"
+    )
 
 
 def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen: int) -> str:
@@ -345,4 +364,10 @@ def apply_cleanup(storage: CheckpointStorage, plan: MaintenancePlan, *, on_step:
     return apply_plan(storage, plan, _no_content, on_step=on_step)
 
 
-__all__ = ["DEFAULT_MIN_VERSIONS_TO_RETAIN", "apply_cleanup", "explain_nothing_to_clean", "plan_cleanup", "cleanup_plan_from_listings"]
+__all__ = [
+    "DEFAULT_MIN_VERSIONS_TO_RETAIN",
+    "apply_cleanup",
+    "explain_nothing_to_clean",
+    "plan_cleanup",
+    "cleanup_plan_from_listings",
+]

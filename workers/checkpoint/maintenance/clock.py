@@ -67,7 +67,7 @@ def read_storage_clock(storage: CheckpointStorage, *, clock: Callable[[], float]
 
 
 def storage_now(storages: Iterable[CheckpointStorage], local_now: float) -> tuple[float, tuple[str, ...]]:
-    """"Now" for a plan over ``storages``: the earliest of their clocks, with a note on each clock read.
+    """ "Now" for a plan over ``storages``: the earliest of their clocks, with a note on each clock read.
 
     A storage that keeps no times gives no note and no correction (the plan's precondition on
     modification times refuses then).

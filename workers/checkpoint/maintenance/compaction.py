@@ -96,17 +96,29 @@ def plan_compaction(
     log_dir, kind = _resolve_log(log_storage, log_dir, kind)
     listing = log_storage.list_dir(log_dir)
     offsets, commits = checkpoint_storage.list_dir(OFFSETS_DIR), checkpoint_storage.list_dir(COMMITS_DIR)
-    common = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "now": now, "quiet_seconds": quiet_seconds}
+    common = {
+        "log_dir": log_dir,
+        "kind": kind,
+        "compact_interval": compact_interval,
+        "now": now,
+        "quiet_seconds": quiet_seconds,
+    }
     parts = []
     if compact:
         unreadable = _read_compaction_files(log_storage, log_dir, listing, kind, compact_interval)
-        parts.append(compaction_plan_from_listings(listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, **common))
+        parts.append(
+            compaction_plan_from_listings(
+                listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, **common
+            )
+        )
     if expire:
         written = [FileInfo(w.path.rpartition("/")[2], w.estimated_bytes, now, False) for p in parts for w in p.writes]
         needed_from = _source_needed_from(checkpoint_storage, log_dir, offsets, commits) if kind == "source" else None
         parts.append(
             expiry_plan_from_listings(
-                [*listing, *written], offsets, commits,
+                [*listing, *written],
+                offsets,
+                commits,
                 min_batches_to_retain=min_batches_to_retain,
                 cleanup_delay_seconds=cleanup_delay_seconds,
                 source_needed_from=needed_from,
@@ -183,7 +195,9 @@ def _read_compaction_files(
     compact_name = f"{target[0]}{COMPACT_FILE_SUFFIX}"
     result = {}
     if compact_name in files and files[compact_name].size <= MAX_LOG_FILE_BYTES:
-        result[compact_name] = _unreadable_reason(storage, _join(log_dir, compact_name), kind, (CorruptFileError, UnsupportedVersionError))
+        result[compact_name] = _unreadable_reason(
+            storage, _join(log_dir, compact_name), kind, (CorruptFileError, UnsupportedVersionError)
+        )
     for name in compaction_input_names(*target):
         if name in files:
             result[name] = _unreadable_reason(storage, _join(log_dir, name), kind, (CheckpointError,))
@@ -226,7 +240,13 @@ def expiry_plan_from_listings(
     stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
     batches = _log_batches(log_listing)
     if not batches:
-        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to expire: {log_dir or 'the log'} has no batch file", planned_at=now)
+        return MaintenancePlan(
+            ACTION,
+            parameters,
+            preconditions=(stopped,),
+            summary=f"nothing to expire: {log_dir or 'the log'} has no batch file",
+            planned_at=now,
+        )
     interval = derive_compact_interval(_compact_ids(log_listing), compact_interval)
     latest = max(batches)
     expired = plan_expired_files(
@@ -245,14 +265,21 @@ def expiry_plan_from_listings(
         deletes=deletes,
         preconditions=(stopped, retention),
         summary=_expiry_summary(
-            log_dir, deletes, batches, interval=interval, min_batches_to_retain=min_batches_to_retain, cleanup_delay_seconds=cleanup_delay_seconds
+            log_dir,
+            deletes,
+            batches,
+            interval=interval,
+            min_batches_to_retain=min_batches_to_retain,
+            cleanup_delay_seconds=cleanup_delay_seconds,
         ),
         planned_at=now,
         notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
     )
 
 
-def _source_needed_from(checkpoint: CheckpointStorage, log_dir: str, offsets: Sequence[FileInfo], commits: Sequence[FileInfo]) -> int:
+def _source_needed_from(
+    checkpoint: CheckpointStorage, log_dir: str, offsets: Sequence[FileInfo], commits: Sequence[FileInfo]
+) -> int:
     """The first source-log batch the next run reads: after this source's last committed offset."""
     committed = [b for b in (parse_batch_id(i.name) for i in commits if not i.is_dir) if b is not None]
     offset_ids = {b for b in (parse_batch_id(i.name) for i in offsets if not i.is_dir) if b is not None}
@@ -264,7 +291,10 @@ def _source_needed_from(checkpoint: CheckpointStorage, log_dir: str, offsets: Se
     try:
         log_offset = json.loads(raw).get("logOffset") if raw else None
     except (ValueError, AttributeError):
-        raise CorruptFileError(f"{OFFSETS_DIR}/{max(committed)}", f"the offset of source {index} is not a file source's {{\"logOffset\": n}}") from None
+        raise CorruptFileError(
+            f"{OFFSETS_DIR}/{max(committed)}",
+            f'the offset of source {index} is not a file source\'s {{"logOffset": n}}',
+        ) from None
     return 0 if not isinstance(log_offset, int) else log_offset + 1
 
 
@@ -276,7 +306,11 @@ def _expiry_deletes(log_dir: str, listing: Sequence[FileInfo], expired: Iterable
     for name in ordered:
         for sidecar in sidecars_of(name, names):
             deletes.append(PlannedDelete(_join(log_dir, sidecar), sizes[sidecar], f"checksum of {name}"))
-        deletes.append(PlannedDelete(_join(log_dir, name), sizes[name], "older than the compaction the retained batches are read through"))
+        deletes.append(
+            PlannedDelete(
+                _join(log_dir, name), sizes[name], "older than the compaction the retained batches are read through"
+            )
+        )
     return tuple(deletes)
 
 
@@ -290,11 +324,17 @@ def _expiry_retention(
     present_after = {info.name for info in remaining}
     lost = [name for name in before if name in present_before and name not in present_after]
     if lost or files_read_for_latest(_log_batches(remaining), compact_interval) != before:
-        return precondition("retention", False, f"a reader of the latest batch would no longer find {', '.join(lost or before)}")
+        return precondition(
+            "retention", False, f"a reader of the latest batch would no longer find {', '.join(lost or before)}"
+        )
     if needed_from is not None:
         needed = sorted(name for name in expired if parse_batch_id(name, compactible=True) >= needed_from)
         if needed:
-            return precondition("retention", False, f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay")
+            return precondition(
+                "retention",
+                False,
+                f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay",
+            )
     shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
     return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
 
@@ -319,10 +359,14 @@ def _expiry_summary(
             f"nothing to expire in {where}: the files before compaction batch {threshold} were modified less than "
             f"{cleanup_delay_seconds:.0f} s (the cleanup delay) ago"
         )
-    return explain_nothing_to_expire(where, latest, oldest=oldest, interval=interval, min_batches_to_retain=min_batches_to_retain)
+    return explain_nothing_to_expire(
+        where, latest, oldest=oldest, interval=interval, min_batches_to_retain=min_batches_to_retain
+    )
 
 
-def explain_nothing_to_expire(where: str, latest: int, *, oldest: int | None, interval: int, min_batches_to_retain: int) -> str:
+def explain_nothing_to_expire(
+    where: str, latest: int, *, oldest: int | None, interval: int, min_batches_to_retain: int
+) -> str:
     """Say why deleteExpiredLog after ``latest`` expires no file of a log whose oldest batch is ``oldest``,
     and which min_batches_to_retain would expire some (when ``oldest`` is known)."""
     threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
@@ -402,13 +446,25 @@ def compaction_plan_from_listings(
     target = compaction_target(log_listing, compact_interval)
     where = log_dir or "the log"
     if target is None:
-        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {where} has no compaction batch yet (the first is batch {compact_interval - 1})", planned_at=now)
+        return MaintenancePlan(
+            ACTION,
+            parameters,
+            preconditions=(stopped,),
+            summary=f"nothing to compact: {where} has no compaction batch yet (the first is batch {compact_interval - 1})",
+            planned_at=now,
+        )
     batch_id, interval = target
     files = {info.name: info for info in log_listing if not info.is_dir}
     compact_name = f"{batch_id}{COMPACT_FILE_SUFFIX}"
     broken = unreadable.get(compact_name) if compact_name in files else None
     if compact_name in files and broken is None:
-        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary=f"nothing to compact: {_join(log_dir, compact_name)} is present and readable", planned_at=now)
+        return MaintenancePlan(
+            ACTION,
+            parameters,
+            preconditions=(stopped,),
+            summary=f"nothing to compact: {_join(log_dir, compact_name)} is present and readable",
+            planned_at=now,
+        )
     inputs = compaction_input_names(batch_id, interval)
     write = PlannedWrite(
         path=_join(log_dir, compact_name),
@@ -419,9 +475,15 @@ def compaction_plan_from_listings(
         overwrite=broken is not None,
         hadoop_crc=directory_uses_hadoop_crc(files),
     )
-    preconditions = [stopped, _inputs_readable(log_dir, inputs, files, unreadable), _interval_kept(log_listing, batch_id, interval, compact_interval)]
+    preconditions = [
+        stopped,
+        _inputs_readable(log_dir, inputs, files, unreadable),
+        _interval_kept(log_listing, batch_id, interval, compact_interval),
+    ]
     if broken is not None:
-        preconditions.append(precondition("replaces-unreadable-file", True, f"{write.path} cannot be read ({broken}) and is replaced"))
+        preconditions.append(
+            precondition("replaces-unreadable-file", True, f"{write.path} cannot be read ({broken}) and is replaced")
+        )
     return MaintenancePlan(
         ACTION,
         parameters,
@@ -433,7 +495,9 @@ def compaction_plan_from_listings(
     )
 
 
-def _inputs_readable(log_dir: str, inputs: Sequence[str], files: Mapping[str, FileInfo], unreadable: Mapping[str, str | None]) -> Precondition:
+def _inputs_readable(
+    log_dir: str, inputs: Sequence[str], files: Mapping[str, FileInfo], unreadable: Mapping[str, str | None]
+) -> Precondition:
     problems = []
     for name in inputs:
         if name not in files:
@@ -449,7 +513,9 @@ def _interval_kept(listing: Sequence[FileInfo], batch_id: int, interval: int, co
     """With the new file in place, Spark must derive the same interval (else it reads other files)."""
     after = derive_compact_interval([*_compact_ids(listing), batch_id], compact_interval)
     if after != interval:
-        return precondition("compact-interval", False, f"with {batch_id}.compact Spark would derive interval {after}, not {interval}")
+        return precondition(
+            "compact-interval", False, f"with {batch_id}.compact Spark would derive interval {after}, not {interval}"
+        )
     return precondition("compact-interval", True, f"Spark derives interval {interval} before and after")
 
 
@@ -533,4 +599,3 @@ def _check_kind(kind: str) -> None:
 
 def _join(directory: str, name: str) -> str:
     return f"{directory}/{name}" if directory else name
-

@@ -145,14 +145,18 @@ def plan_from_json(data: Mapping[str, Any]) -> MaintenancePlan:
             for w in data.get("writes", ())
         ),
         deletes=tuple(PlannedDelete(d["path"], int(d["size"]), d.get("reason", "")) for d in data.get("deletes", ())),
-        preconditions=tuple(Precondition(p["name"], bool(p["ok"]), p.get("detail", "")) for p in data.get("preconditions", ())),
+        preconditions=tuple(
+            Precondition(p["name"], bool(p["ok"]), p.get("detail", "")) for p in data.get("preconditions", ())
+        ),
         summary=data.get("summary", ""),
         planned_at=float(data.get("planned_at", 0.0)),
         notes=tuple(data.get("notes", ())),
     )
 
 
-def restrict_to_confirmed(confirmed: MaintenancePlan, fresh: MaintenancePlan) -> tuple[MaintenancePlan, tuple[str, ...]]:
+def restrict_to_confirmed(
+    confirmed: MaintenancePlan, fresh: MaintenancePlan
+) -> tuple[MaintenancePlan, tuple[str, ...]]:
     """The part of ``confirmed`` that a ``fresh`` plan of the same request still wants.
 
     A worker plans again right before applying, from the checkpoint as it is now. It then does
@@ -169,7 +173,9 @@ def restrict_to_confirmed(confirmed: MaintenancePlan, fresh: MaintenancePlan) ->
         if again is not None and again.inputs == write.inputs:
             writes.append(write)
         else:
-            skipped.append(f"write {write.path}: no longer planned with the same inputs (already written, or the files changed)")
+            skipped.append(
+                f"write {write.path}: no longer planned with the same inputs (already written, or the files changed)"
+            )
     for delete in confirmed.deletes:
         if delete.path in fresh_deletes:
             deletes.append(delete)

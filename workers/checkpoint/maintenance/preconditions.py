@@ -17,9 +17,13 @@ FUTURE_TOLERANCE_SECONDS = 5.0
 
 
 def query_stopped(
-    offsets: Iterable[FileInfo], commits: Iterable[FileInfo], *, now: float, quiet_seconds: float = DEFAULT_QUIET_SECONDS
+    offsets: Iterable[FileInfo],
+    commits: Iterable[FileInfo],
+    *,
+    now: float,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
 ) -> Precondition:
-    """"query-stopped": no file in the offset and commit logs changed for ``quiet_seconds``.
+    """ "query-stopped": no file in the offset and commit logs changed for ``quiet_seconds``.
 
     ``offsets`` and ``commits`` are the listings of the two logs; ``now`` is on the storage's clock
     (``clock.StorageClock``), the clock that dated the files. A listing without modification times
@@ -31,7 +35,9 @@ def query_stopped(
     if not files:
         return precondition("query-stopped", True, "the offset and commit logs are empty")
     if any(info.mtime is None for _, info in files):
-        return precondition("query-stopped", False, "the storage gives no modification times, so activity cannot be ruled out")
+        return precondition(
+            "query-stopped", False, "the storage gives no modification times, so activity cannot be ruled out"
+        )
     directory, newest = max(files, key=lambda item: item[1].mtime)
     idle = now - newest.mtime
     if idle < -FUTURE_TOLERANCE_SECONDS:
@@ -42,7 +48,9 @@ def query_stopped(
             "so the time since the last batch is unknown; make sure the query is stopped",
         )
     if idle >= quiet_seconds:
-        return precondition("query-stopped", True, f"no batch written for {idle:.0f} s (at least {quiet_seconds:.0f} s required)")
+        return precondition(
+            "query-stopped", True, f"no batch written for {idle:.0f} s (at least {quiet_seconds:.0f} s required)"
+        )
     return precondition(
         "query-stopped",
         False,

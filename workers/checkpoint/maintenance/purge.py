@@ -108,11 +108,21 @@ def purge_plan_from_listings(
     stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
     logs = {OFFSETS_DIR: _batch_files(offsets), COMMITS_DIR: _batch_files(commits)}
     if not logs[COMMITS_DIR]:
-        return MaintenancePlan(ACTION, parameters, preconditions=(stopped,), summary="nothing to purge: no batch is committed yet", planned_at=now)
+        return MaintenancePlan(
+            ACTION,
+            parameters,
+            preconditions=(stopped,),
+            summary="nothing to purge: no batch is committed yet",
+            planned_at=now,
+        )
     latest_committed = max(logs[COMMITS_DIR])
     latest_offsets = max(logs[OFFSETS_DIR], default=latest_committed)
     limits = purge_limits(
-        latest_committed, latest_offsets, keep_batches=keep_batches, before_batch=before_batch, oldest_state=oldest_state_version
+        latest_committed,
+        latest_offsets,
+        keep_batches=keep_batches,
+        before_batch=before_batch,
+        oldest_state=oldest_state_version,
     )
     binding = min(limits, key=lambda limit: limit.threshold)
     deletes = _deletes(logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, binding.threshold)
@@ -157,15 +167,22 @@ def purge_limits(
     said "the threshold is -13" when fewer batches existed than were to be kept).
     """
     limits = [
-        PurgeLimit(max(latest_committed + 1 - keep_batches, 0), _keep_reason(keep_batches, latest_committed), "keep_batches"),
+        PurgeLimit(
+            max(latest_committed + 1 - keep_batches, 0), _keep_reason(keep_batches, latest_committed), "keep_batches"
+        ),
         PurgeLimit(max(latest_offsets - 1, 0), _restart_reason(latest_offsets)),
     ]
     if before_batch is not None:
         limits.append(PurgeLimit(before_batch, "the requested bound (before_batch)", "before_batch"))
     if oldest_state is not None:
         batch = max(oldest_state - 1, 0)
-        limits.append(PurgeLimit(batch, f"state version {oldest_state} is still on disk and is read with batch {batch}'s offsets and commits "
-                "(a cleanup of old state files lets older batches go)"))
+        limits.append(
+            PurgeLimit(
+                batch,
+                f"state version {oldest_state} is still on disk and is read with batch {batch}'s offsets and commits "
+                "(a cleanup of old state files lets older batches go)",
+            )
+        )
     return limits
 
 
@@ -205,7 +222,9 @@ def _required_from(latest_committed: int, latest_offsets: int, oldest_state: int
     return max(required, 0)
 
 
-def _deletes(logs: dict[str, dict[int, FileInfo]], listings: dict[str, Sequence[FileInfo]], threshold: int) -> tuple[PlannedDelete, ...]:
+def _deletes(
+    logs: dict[str, dict[int, FileInfo]], listings: dict[str, Sequence[FileInfo]], threshold: int
+) -> tuple[PlannedDelete, ...]:
     """Oldest batch first; per batch its offsets file, then its commit, each after its sidecars."""
     names = {log: {info.name for info in listing} for log, listing in listings.items()}
     sizes = {log: {info.name: info.size for info in listing} for log, listing in listings.items()}
@@ -233,7 +252,9 @@ def _deleted_ids(deletes: Iterable[PlannedDelete], log: str) -> set[int]:
     return ids
 
 
-def _retention(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete], latest_committed: int, required: int) -> Precondition:
+def _retention(
+    logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedDelete], latest_committed: int, required: int
+) -> Precondition:
     """Check the planned deletes themselves: nothing at or after ``required`` goes."""
     lost = sorted(
         f"{log}/{batch_id}" for log in logs for batch_id in _deleted_ids(deletes, log) if batch_id >= required
@@ -261,7 +282,9 @@ def _contiguity(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedD
     if problems:
         return precondition("contiguity", False, "; ".join(problems))
     detail = "what remains of offsets/ and commits/ starts right after the purged batches"
-    return precondition("contiguity", True, detail + (f" (not caused by this plan: {'; '.join(holes)})" if holes else ""))
+    return precondition(
+        "contiguity", True, detail + (f" (not caused by this plan: {'; '.join(holes)})" if holes else "")
+    )
 
 
 def _summary(
@@ -276,7 +299,9 @@ def _summary(
     ids = sorted(_deleted_ids(deletes, OFFSETS_DIR) | _deleted_ids(deletes, COMMITS_DIR))
     stored = sorted(set(logs[OFFSETS_DIR]) | set(logs[COMMITS_DIR]))
     if not ids:
-        return explain_nothing_to_purge(stored[0], stored[-1], limits, keep_batches=keep_batches, latest_committed=latest_committed)
+        return explain_nothing_to_purge(
+            stored[0], stored[-1], limits, keep_batches=keep_batches, latest_committed=latest_committed
+        )
     freed = sum(d.size for d in deletes)
     kept = [batch_id for batch_id in stored if batch_id >= binding.threshold]
     return (

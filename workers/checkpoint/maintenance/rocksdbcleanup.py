@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, RocksDBStoreFiles, RocksDBVersionFile, resolve_load_chain
+from ..rocksdbstate import (
+    LOG_DIR,
+    SST_DIR,
+    RocksDBCheckpointMetadata,
+    RocksDBStoreFiles,
+    RocksDBVersionFile,
+    resolve_load_chain,
+)
 from ..storage import FileInfo
 from .plan import PlannedDelete
 from .sidecars import sidecars_of
@@ -78,8 +85,12 @@ def plan_rocksdb_store_cleanup(
     kept_zips = [z for z in store.files.zips if z.version >= base.version]
     doomed_ssts, doomed_logs = _unshared_files(store.path, doomed_zips, kept_zips, metadata)
     reason = f"only zips older than {base.name} (the oldest zip a retained version loads) list it"
-    _delete_each(result, f"{store.path}/{SST_DIR}", sorted(doomed_ssts & set(store.sst_entries)), store.sst_entries, reason)
-    _delete_each(result, f"{store.path}/{LOG_DIR}", sorted(doomed_logs & set(store.log_entries)), store.log_entries, reason)
+    _delete_each(
+        result, f"{store.path}/{SST_DIR}", sorted(doomed_ssts & set(store.sst_entries)), store.sst_entries, reason
+    )
+    _delete_each(
+        result, f"{store.path}/{LOG_DIR}", sorted(doomed_logs & set(store.log_entries)), store.log_entries, reason
+    )
     older = f"version older than {base.name}, the oldest zip a retained version loads"
     _delete_each(result, store.path, [z.name for z in doomed_zips], store.entries, older)
     _delete_each(result, store.path, [c.name for c in doomed_changelogs], store.entries, older)

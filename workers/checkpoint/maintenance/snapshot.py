@@ -108,8 +108,12 @@ def snapshot_plan_from_listings(
         stores_exist(unknown),
         _provider_precondition(survey.rocksdb),
         _codec_precondition(conf),
-        precondition("inputs-complete", not survey.broken, "; ".join(survey.broken) or "every chain to replay is complete"),
-        precondition("no-stale-checksum", not survey.stale, "; ".join(survey.stale) or "no checksum sidecar waits for a snapshot"),
+        precondition(
+            "inputs-complete", not survey.broken, "; ".join(survey.broken) or "every chain to replay is complete"
+        ),
+        precondition(
+            "no-stale-checksum", not survey.stale, "; ".join(survey.stale) or "no checksum sidecar waits for a snapshot"
+        ),
     )
     return MaintenancePlan(
         action=ACTION,
@@ -160,7 +164,9 @@ class _Survey:
             self.notes.append(f"{store.path}: version {target} already has a snapshot")
             return
         if len(deltas) <= min_chain:
-            self.notes.append(f"{store.path}: version {target} replays {len(deltas)} deltas (not more than {min_chain})")
+            self.notes.append(
+                f"{store.path}: version {target} replays {len(deltas)} deltas (not more than {min_chain})"
+            )
             return
         self._plan_write(store, files, target, len(deltas))
 
@@ -203,7 +209,9 @@ def _committed_precondition(committed: int | None, version: int | None) -> Preco
             False,
             f"version {version} is not one a committed batch wrote (1 to {committed}): a batch without a commit runs again on restart",
         )
-    return precondition("version-committed", True, f"batch {committed - 1} is committed: versions up to {committed} are final")
+    return precondition(
+        "version-committed", True, f"batch {committed - 1} is committed: versions up to {committed} are final"
+    )
 
 
 def _provider_precondition(rocksdb: Sequence[str]) -> Precondition:
@@ -267,9 +275,17 @@ def build_snapshot_content(storage: CheckpointStorage, write: PlannedWrite, *, c
     state: dict[bytes, bytes] = {}
     for state_file in write.inputs:
         raw = decompress_state_file(
-            storage.read_bytes(state_file.path, max_bytes=MAX_STATE_FILE_BYTES), source=state_file.path, codec=conf.codec
+            storage.read_bytes(state_file.path, max_bytes=MAX_STATE_FILE_BYTES),
+            source=state_file.path,
+            codec=conf.codec,
         )
-        replay_records(raw, state, source=state_file.path, is_snapshot=_is_snapshot(state_file.path), row_checksum=conf.row_checksum)
+        replay_records(
+            raw,
+            state,
+            source=state_file.path,
+            is_snapshot=_is_snapshot(state_file.path),
+            row_checksum=conf.row_checksum,
+        )
     return compress_state_content(encode_snapshot(state), codec=conf.codec, source=write.path)
 
 
@@ -277,7 +293,9 @@ def _is_snapshot(path: str) -> bool:
     return posixpath.basename(path).lower().endswith(".snapshot")
 
 
-def replay_records(raw: bytes, state: dict[bytes, bytes], *, source: str, is_snapshot: bool, row_checksum: bool) -> None:
+def replay_records(
+    raw: bytes, state: dict[bytes, bytes], *, source: str, is_snapshot: bool, row_checksum: bool
+) -> None:
     """Apply the records of one decompressed state file to ``state`` (key -> value as stored).
 
     Values keep their exact bytes (row checksum prefix, unfloored length). With row checksums a
@@ -287,7 +305,9 @@ def replay_records(raw: bytes, state: dict[bytes, bytes], *, source: str, is_sna
     cut by struct: no bytecode runs per record of a fixed-width run.
     """
     pos = 0
-    while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=not is_snapshot)) is not None:
+    while (
+        run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=not is_snapshot)
+    ) is not None:
         if run.is_removal:
             for key in iter_run_keys(raw, run, row_checksum=row_checksum):
                 state.pop(key, None)
@@ -302,8 +322,16 @@ def _iter_run_fields(raw: bytes, run: RecordRun) -> Iterator[bytes]:
     stride = run.stride
     whole = run.count - run.count % RECORDS_PER_UNPACK
     tail_at = run.start + whole * stride
-    chunks = _put_layout(run.key_size, run.value_size, RECORDS_PER_UNPACK).iter_unpack(memoryview(raw)[run.start : tail_at]) if whole else ()
-    tail = _put_layout(run.key_size, run.value_size, run.count - whole).unpack_from(raw, tail_at) if run.count > whole else ()
+    chunks = (
+        _put_layout(run.key_size, run.value_size, RECORDS_PER_UNPACK).iter_unpack(memoryview(raw)[run.start : tail_at])
+        if whole
+        else ()
+    )
+    tail = (
+        _put_layout(run.key_size, run.value_size, run.count - whole).unpack_from(raw, tail_at)
+        if run.count > whole
+        else ()
+    )
     return chain(chain.from_iterable(chunks), tail)
 
 
@@ -332,7 +360,9 @@ def compress_state_content(raw: bytes, *, codec: str | None, source: str) -> byt
     raise UnsupportedCodecError(source, codec=codec or "")
 
 
-def apply_snapshot(storage: CheckpointStorage, plan: MaintenancePlan, *, on_step: StepHook | None = None) -> AppliedPlan:
+def apply_snapshot(
+    storage: CheckpointStorage, plan: MaintenancePlan, *, on_step: StepHook | None = None
+) -> AppliedPlan:
     """Write the snapshots of a confirmed plan (each to a temporary name, renamed when complete)."""
     if plan.action != ACTION:
         raise ValueError(f"not a snapshot plan: {plan.action!r}")

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from ..inventory import TreeListing, list_tree
 from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 from ..stateinventory import STATE_DIR, HdfsStateFile, StateStoreDir, list_state_store_dirs
-from ..statesummary import StateConf
-from ..statesummary import latest_state_conf
+from ..statesummary import StateConf, latest_state_conf
 from ..storage import CheckpointStorage, FileInfo
 from .plan import Precondition, precondition
 
@@ -75,7 +74,9 @@ def committed_state_version(commit_ids: Sequence[int]) -> int | None:
     return commit_ids[-1] + 1 if commit_ids else None
 
 
-def select_stores(stores: Sequence[StateStoreDir], paths: Collection[str] | None) -> tuple[list[StateStoreDir], list[str]]:
+def select_stores(
+    stores: Sequence[StateStoreDir], paths: Collection[str] | None
+) -> tuple[list[StateStoreDir], list[str]]:
     """The stores whose paths (``state/<op>/<part>[/<store>]``) are in ``paths`` (all when None),
     and the requested paths that name no store."""
     if paths is None:
@@ -86,7 +87,7 @@ def select_stores(stores: Sequence[StateStoreDir], paths: Collection[str] | None
 
 
 def stores_exist(unknown: Sequence[str]) -> Precondition:
-    """"stores-exist": every store path the request names is a state store of the checkpoint."""
+    """ "stores-exist": every store path the request names is a state store of the checkpoint."""
     detail = f"no such state store: {', '.join(unknown)}" if unknown else "every requested store exists"
     return precondition("stores-exist", not unknown, detail)
 
