@@ -1,7 +1,7 @@
 """Each checkpoint's periodic sync and each maintenance policy, kept as django-celery-beat PeriodicTasks.
 
-Celery beat (DatabaseScheduler) reads these rows; the task name is a string so that the models
-never import workers.tasks.
+Celery beat (DatabaseScheduler) reads these rows; the task names are strings (dashboards.task_names)
+so that the models never import workers.tasks.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from .task_names import RUN_MAINTENANCE_POLICY, SYNC_CHECKPOINT
+
 if TYPE_CHECKING:
     from .models import Checkpoint, MaintenancePolicy
-
-SYNC_TASK_NAME = "workers.tasks.sync_checkpoint"
-POLICY_TASK_NAME = "workers.tasks.run_maintenance_policy"
 
 
 def _every_seconds(name: str, task: str, seconds: int, pk: int, *, enabled: bool, description: str) -> PeriodicTask:
@@ -42,7 +41,7 @@ def schedule_sync(checkpoint: Checkpoint) -> PeriodicTask:
     """Create or update the checkpoint's periodic sync to match its interval, enabled flag and archival."""
     return _every_seconds(
         f"sync checkpoint {checkpoint.pk}",
-        SYNC_TASK_NAME,
+        SYNC_CHECKPOINT,
         checkpoint.sync_interval_seconds,
         checkpoint.pk,
         enabled=checkpoint.is_enabled and not checkpoint.is_archived,
@@ -58,7 +57,7 @@ def schedule_policy(policy: MaintenancePolicy) -> PeriodicTask:
     """Create or update the periodic task of a maintenance policy (disabled while its checkpoint is archived)."""
     return _every_seconds(
         f"maintenance policy {policy.pk}",
-        POLICY_TASK_NAME,
+        RUN_MAINTENANCE_POLICY,
         policy.interval_seconds,
         policy.pk,
         enabled=policy.is_enabled and not policy.checkpoint.is_archived,

@@ -33,3 +33,10 @@ def test_the_web_side_never_runs_a_sync_itself():
     # A sync runs on a worker (workers.tasks.sync_checkpoint), holding the checkpoint's lease.
     assert _importers_of("workers.sync", among="dashboards") == []
     assert _importers_of("workers.sync", among="ckptweb") == []
+
+
+def test_the_web_side_sends_tasks_by_name_and_never_imports_them():
+    # One way to queue work from the web side: dashboards.queueing with a name of
+    # dashboards.task_names, looked up in the Celery app's registry.
+    assert _importers_of("workers.tasks", among="dashboards") == []
+    assert _importers_of("workers.tasks", among="ckptweb") == []

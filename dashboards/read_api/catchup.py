@@ -13,10 +13,9 @@ from datetime import datetime
 from django.core.cache import cache
 from django.db import transaction
 
-from workers import tasks
-
 from ..models import Checkpoint
 from ..queueing import send_task
+from ..task_names import SYNC_CHECKPOINT
 
 
 def catch_up_key(checkpoint_id: int) -> str:
@@ -31,5 +30,5 @@ def request_catch_up(checkpoint: Checkpoint, *, now: datetime) -> bool:
     if not cache.add(catch_up_key(checkpoint.pk), now.isoformat(), timeout=checkpoint.sync_interval_seconds):
         return False
     # A broker outage must not fail a read: send_task logs it, and the periodic sync catches up later.
-    transaction.on_commit(lambda: send_task(tasks.sync_checkpoint, checkpoint.pk))
+    transaction.on_commit(lambda: send_task(SYNC_CHECKPOINT, checkpoint.pk))
     return True

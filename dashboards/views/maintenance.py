@@ -16,11 +16,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from workers import tasks
-
 from ..maintenance_forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
 from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
 from ..queueing import enqueue_on_commit
+from ..task_names import PLAN_MAINTENANCE, RUN_MAINTENANCE
 
 AUDIT_ENTRIES_PER_PAGE = 50
 RECENT_RUNS = 20
@@ -80,7 +79,7 @@ def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpRespons
             requested_by=request.user,
         )
         AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
-        enqueue_on_commit(request, tasks.plan_maintenance, run.pk, what="The request")
+        enqueue_on_commit(request, PLAN_MAINTENANCE, run.pk, what="The request")
     return redirect(run)
 
 
@@ -143,7 +142,7 @@ def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -
                 now=timezone.now(),
             )
             if run.status == run.Status.QUEUED:
-                enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The confirmation")
+                enqueue_on_commit(request, RUN_MAINTENANCE, run.pk, what="The confirmation")
     except MaintenanceRefused as exc:
         # confirm() may have changed the instance before it was refused: show the run as stored.
         return _refused_confirmation(request, _get_run(checkpoint_id, run_id), form, str(exc), status=409)
@@ -167,7 +166,7 @@ def maintenance_approve(request: HttpRequest, checkpoint_id: int, run_id: int) -
     try:
         with transaction.atomic():
             run.approve(request.user, now=timezone.now())
-            enqueue_on_commit(request, tasks.run_maintenance, run.pk, what="The approval")
+            enqueue_on_commit(request, RUN_MAINTENANCE, run.pk, what="The approval")
     except MaintenanceRefused as exc:
         messages.error(request, f"Not approved: {exc}")
     return redirect(run)

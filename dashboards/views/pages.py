@@ -13,8 +13,6 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from workers import tasks
-
 from ..batch_pages import BatchPageRequest, read_batch_page
 from ..chart_series import BatchRange, timeline_series, timeline_version
 from ..charts import (
@@ -43,6 +41,7 @@ from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from ..run_summary import compare_with_run, runs_section
 from ..runtime_section import runtime_section
 from ..state_as_of import StateAsOf
+from ..task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
 from ..trends import duration_trends
 
 RECENT_SYNC_RUNS = 10
@@ -183,7 +182,7 @@ def state_partition_sample(request: HttpRequest, checkpoint_id: int, partition_i
         messages.error(request, "This partition has no state version to decode.")
     else:
         sample = StateSample.objects.create(partition=partition, version=version)
-        enqueue_on_commit(request, tasks.sample_state_partition, sample.pk, what="The request", afterwards=ASK_AGAIN)
+        enqueue_on_commit(request, SAMPLE_STATE_PARTITION, sample.pk, what="The request", afterwards=ASK_AGAIN)
         messages.info(request, f"Decoding rows of version {version}; they appear below when the worker is done.")
     return redirect("dashboards:state-partition", checkpoint.pk, partition.pk)
 
@@ -207,7 +206,7 @@ def batch_detail(request: HttpRequest, checkpoint_id: int, batch_id: int) -> Htt
 @require_POST
 def checkpoint_sync(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    enqueue_on_commit(request, tasks.sync_checkpoint, checkpoint.pk, what="The request", afterwards=PERIODIC_SYNC)
+    enqueue_on_commit(request, SYNC_CHECKPOINT, checkpoint.pk, what="The request", afterwards=PERIODIC_SYNC)
     messages.info(request, f"Sync of {checkpoint.name} queued.")
     return redirect(checkpoint)
 

@@ -13,8 +13,6 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from workers import tasks
-
 from ..forms import ArchiveForm, CheckpointForm, RemoveForm
 from ..models import Checkpoint
 from ..queueing import PERIODIC_SYNC, enqueue_on_commit
@@ -25,6 +23,7 @@ from ..registrations import (
     restore_checkpoint,
     save_registration,
 )
+from ..task_names import SYNC_CHECKPOINT
 from .pages import CHECKPOINTS_PER_PAGE, get_checkpoint_for_user
 
 
@@ -34,9 +33,7 @@ def checkpoint_create(request: HttpRequest) -> HttpResponse:
     form = CheckpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         checkpoint = save_registration(form, actor=request.user)
-        enqueue_on_commit(
-            request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC
-        )
+        enqueue_on_commit(request, SYNC_CHECKPOINT, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
         messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
         _tell_warnings(request, form)
         return redirect(checkpoint)
@@ -85,9 +82,7 @@ def checkpoint_restore(request: HttpRequest, checkpoint_id: int) -> HttpResponse
     except RegistryRefused as exc:
         messages.error(request, str(exc))
     else:
-        enqueue_on_commit(
-            request, tasks.sync_checkpoint, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC
-        )
+        enqueue_on_commit(request, SYNC_CHECKPOINT, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
         messages.success(request, f"Restored {checkpoint.name}; a sync is queued.")
     return redirect(checkpoint)
 
