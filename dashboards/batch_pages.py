@@ -1,7 +1,7 @@
 """Keyset pages of the batch table, newest first: ``?before=``, ``?after=`` and ``?at=`` a batch id.
 
-A page is found through the (checkpoint, batch_id) unique index, from a batch id, so a page deep
-in a million batches costs what the first page costs: no COUNT(*) of the batches, no OFFSET.
+A page is cut by dashboards.keyset through the (checkpoint, batch_id) unique index, from a batch id,
+so a page deep in a million batches costs what the first page costs: no COUNT(*), no OFFSET.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
+
+from .keyset import read_past
 
 BATCHES_PER_PAGE = 50
 
@@ -58,13 +60,11 @@ def read_batch_page(
     """
     if request.after is not None:
         return _page_after(batches, request.after, size)
-    newest_first = batches.order_by("-batch_id")
-    if request.before is not None:
-        newest_first = newest_first.filter(batch_id__lt=request.before)
-    rows = list(newest_first[: size + 1])
-    page = rows[:size]
-    older = page[-1].batch_id if len(rows) > size else None
-    return BatchPage(page, older, _newer_after(page, request.before, latest_batch_id))
+    older = read_past(batches, key="batch_id", limit=size, before=request.before, newest_first=True)
+    page = older.rows
+    return BatchPage(
+        page, page[-1].batch_id if older.more else None, _newer_after(page, request.before, latest_batch_id)
+    )
 
 
 def _newer_after(page: list, before: int | None, latest_batch_id: int | None) -> int | None:
@@ -78,11 +78,9 @@ def _newer_after(page: list, before: int | None, latest_batch_id: int | None) ->
 
 
 def _page_after(batches: QuerySet, after: int, size: int) -> BatchPage:
-    rows = list(batches.filter(batch_id__gt=after).order_by("batch_id")[: size + 1])
-    page = rows[:size][::-1]
-    newer = page[0].batch_id if len(rows) > size else None
-    older = page[-1].batch_id if page else after + 1
-    return BatchPage(page, older, newer)
+    newer = read_past(batches, key="batch_id", limit=size, after=after)
+    page = newer.rows[::-1]
+    return BatchPage(page, page[-1].batch_id if page else after + 1, page[0].batch_id if newer.more else None)
 
 
 def batch_id_or_none(raw: str | None) -> int | None:

@@ -1,9 +1,6 @@
-"""Keyset paging: ``?after=<key>&limit=N`` and ``?from=&to=`` ranges, ascending, never OFFSET.
-
-Each page asks the database for ``limit + 1`` rows past the last key seen, which the unique index
-of the key (``(checkpoint, batch_id)`` for batches) answers without counting what came before, so
-page 1,000 of a long history costs what page 1 costs. The extra row only says whether a next
-page exists.
+"""The read API's paging: ``?after=<key>&limit=N`` and ``?from=&to=`` ranges, ascending, cut by
+dashboards.keyset (the unique index of the key, ``(checkpoint, batch_id)`` for batches, answers
+each page without counting what came before).
 """
 
 from __future__ import annotations
@@ -13,6 +10,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 from rest_framework import serializers
+
+from ..keyset import read_past
 
 DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
@@ -77,17 +76,7 @@ class KeysetPage:
 def read_keyset_page(queryset: QuerySet, *, key: str, params: dict) -> KeysetPage:
     """Return the rows of ``queryset`` in ascending ``key`` order after ``params["after"]``, within
     ``from``..``to`` (both inclusive), at most ``params["limit"]`` of them."""
-    bounds = {
-        f"{key}__gt": params.get("after"),
-        f"{key}__gte": params.get("start"),
-        f"{key}__lte": params.get("end"),
-    }
-    rows = list(
-        queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None}).order_by(key)[
-            : params["limit"] + 1
-        ]
-    )
-    if len(rows) <= params["limit"]:
-        return KeysetPage(rows, None)
-    rows = rows[: params["limit"]]
-    return KeysetPage(rows, getattr(rows[-1], key))
+    bounds = {f"{key}__gte": params.get("start"), f"{key}__lte": params.get("end")}
+    in_range = queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None})
+    page = read_past(in_range, key=key, limit=params["limit"], after=params.get("after"))
+    return KeysetPage(page.rows, getattr(page.rows[-1], key) if page.more else None)
