@@ -11,7 +11,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # fuzzing and Spark ran once, in `make test`. docs/testing.md.
 SQLITE_LEG_MARKERS := (database or embedded) and not spark
 
-.PHONY: demo test test-sqlite fixtures
+.PHONY: demo test test-sqlite lint fixtures
 
 $(STAMP): requirements.txt requirements-spark.txt requirements-dev.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: $(STAMP)
 test-sqlite: $(STAMP)
 	bash .ci/system-packages
 	$(BIN)/python -m pytest -m "$(SQLITE_LEG_MARKERS)" $(PYTEST_ARGS)
+
+## The house rules that check themselves: the formatter and the linter (rules in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
 
 ## Regenerate tests/fixtures with real PySpark.
 fixtures: $(STAMP)
