@@ -41,25 +41,20 @@ from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statekeys import HEADER_BYTES, StateKeys, parse_state_keys, parse_state_keys_header
 from workers.checkpoint.statesummary import StateConf, state_conf, summarize_state_stores
-from workers.state_partitions import FILE_FIGURES, refresh_state_totals, stored_state_commits
+from workers.state_partitions import (
+    FILE_FIGURES,
+    ROW_FIGURES,
+    VERSION_FIGURES,
+    refresh_state_totals,
+    stored_state_commits,
+)
 
 logger = logging.getLogger(__name__)
 
 FOLLOWED_PROVIDERS = ("hdfs", "rocksdb")
 # A partition this many versions behind is read cold instead: what one sync reads stays bounded.
 MAX_FOLLOWED_VERSIONS = 1_000
-FOLLOWED_FIELDS = (
-    "latest_version",
-    "snapshot_version",
-    "delta_chain",
-    "load_files",
-    "load_bytes",
-    "bytes_on_disk",
-    "rows",
-    "rows_version",
-    "note",
-    "updated_at",
-)
+FOLLOWED_FIELDS = (*VERSION_FIGURES, *ROW_FIGURES, "updated_at")
 
 
 def read_state_follow(

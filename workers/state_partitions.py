@@ -12,10 +12,10 @@ from django.db.models import Sum
 from dashboards.models import Checkpoint, StatePartition
 from workers.checkpoint.statesummary import StatePartitionSummary
 
-# The figures a listing gives, and those counting the rows gives.
-FILE_FIGURES = (
-    "provider",
-    "path",
+# The figures a listing gives (VERSION_FIGURES: what a store's files give at its newest version;
+# FILE_FIGURES adds where the store is, which following it from version to version does not
+# change), and those counting the rows gives.
+VERSION_FIGURES = (
     "latest_version",
     "snapshot_version",
     "delta_chain",
@@ -23,6 +23,7 @@ FILE_FIGURES = (
     "load_bytes",
     "bytes_on_disk",
 )
+FILE_FIGURES = ("provider", "path", *VERSION_FIGURES)
 ROW_FIGURES = ("rows", "rows_version", "note")
 KEY = ("checkpoint", "operator", "partition", "store")
 
