@@ -33,7 +33,10 @@ from .errors import (
     UnsupportedVersionError,
 )
 from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
-from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
+from .integrity.checks import run_checks
+from .integrity.facts import CheckpointFacts
+from .integrity.findings import Finding
+from .integrity.gather import check_checkpoint, gather_facts
 
 # Inventory and integrity
 from .inventory import (

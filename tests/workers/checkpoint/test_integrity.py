@@ -18,13 +18,11 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES, our_fixture_checkpoints, shared_fixture_checkpoints
 from workers.checkpoint.errors import StorageError
-from workers.checkpoint.integrity import (
-    CheckpointFacts,
-    check_checkpoint,
-    needed_log_files,
-    restart_state_version,
-    run_checks,
-)
+from workers.checkpoint.integrity.checks import run_checks
+from workers.checkpoint.integrity.compactiblelogs import needed_log_files
+from workers.checkpoint.integrity.facts import CheckpointFacts
+from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.integrity.state import restart_state_version
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.storage import CheckpointStorage, FileInfo
 

@@ -18,7 +18,7 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES
 from maintenance_crash import apply_killed_at, count_steps
-from workers.checkpoint.integrity import TEMPORARY_FILE_GRACE_SECONDS
+from workers.checkpoint.integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.lz4block import compress_lz4_block_stream
 from workers.checkpoint.maintenance import restrict_to_confirmed

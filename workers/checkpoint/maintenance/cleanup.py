@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import CheckpointError, MissingFileError
-from ..integrity import TEMPORARY_FILE_GRACE_SECONDS
+from ..integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from ..inventory import is_temporary_name
 from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, parse_rocksdb_store_files, read_rocksdb_zip
 from ..stateinventory import (
