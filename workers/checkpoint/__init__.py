@@ -5,6 +5,7 @@ parsers take bytes and a ``source`` name and return frozen dataclasses named aft
 classes; every problem is a ``CheckpointError`` whose message starts with the file's path.
 """
 
+from .allowedroots import check_allowed
 from .client import BatchView, CheckpointView, CheckpointViewClient, ServerRefusedError, ServerUnavailableError
 from .commits import COMMIT_LOG_MAX_VERSION, CommitMetadata, parse_commit
 from .compactible import (
@@ -33,6 +34,7 @@ from .errors import (
     UnsupportedVersionError,
 )
 from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
+from .fileinfo import FileInfo
 from .integrity.checks import run_checks
 from .integrity.facts import CheckpointFacts
 from .integrity.findings import Finding
@@ -145,13 +147,7 @@ from .stateschema import (
     parse_operator_state_metadata,
     parse_state_schema_file,
 )
-from .storage import (
-    MAX_LOG_FILE_BYTES,
-    CheckpointStorage,
-    FileInfo,
-    StorageCalls,
-    check_allowed,
-)
+from .storage import MAX_LOG_FILE_BYTES, CheckpointStorage, StorageCalls
 from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
 from .unsaferow import decode_unsafe_row
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from ..compactible import next_compaction_batch_id
 from ..errors import MissingFileError
+from ..fileinfo import FileInfo
 from ..inventory import join_path
 from ..layout import COMPACT_FILE_SUFFIX
 from ..metadatalog import (
@@ -20,7 +21,6 @@ from ..metadatalog import (
     log_batch_files,
     log_compact_interval,
 )
-from ..storage import FileInfo
 from .batchlogs import _batch_range
 from .facts import CheckpointFacts, CompactibleLog
 from .findings import Finding, _unreadable_file_finding

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CheckpointError
+from ..fileinfo import FileInfo
 from ..inventory import TreeListing
 from ..layout import COMMITS_DIR, OFFSETS_DIR
 from ..logdir import list_batch_ids
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind
 from ..stateschema import OperatorStateMetadata, StoreSchema
-from ..storage import FileInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..fileinfo import FileInfo
 from ..inventory import is_side_file, join_path
 from ..layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
-from ..storage import FileInfo
 from .compactiblelogs import needed_log_files
 from .facts import CheckpointFacts
 from .findings import Finding, _reason, _unreadable_file_finding

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import CheckpointError
+from ..fileinfo import FileInfo
 from ..inventory import TreeListing, list_tree
 from ..layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
 from ..logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
@@ -19,7 +20,7 @@ from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, file_source_log_dir
 from ..offsets import OffsetSeq, offset_as_json
 from ..stateinventory import list_state_store_dirs
 from ..stateschema import find_operator_state_metadata, find_store_schema
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .checks import run_checks
 from .facts import CheckpointFacts, CompactibleLog, OperatorDescription, ReadOutcome
 from .findings import Finding

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from ..fileinfo import FileInfo
 from ..inventory import is_hadoop_checksum, is_temporary_name, join_path
-from ..storage import FileInfo
 from .facts import CheckpointFacts
 from .findings import Finding
 

@@ -29,6 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import CheckpointError, MissingFileError
+from ..fileinfo import FileInfo
 from ..integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from ..inventory import is_temporary_name
 from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, parse_rocksdb_store_files, read_rocksdb_zip
@@ -40,7 +41,7 @@ from ..stateinventory import (
     files_for_version,
     parse_hdfs_state_files,
 )
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..fileinfo import FileInfo
 from ..rocksdbstate import (
     LOG_DIR,
     SST_DIR,
@@ -30,7 +31,6 @@ from ..rocksdbstate import (
     RocksDBVersionFile,
     resolve_load_chain,
 )
-from ..storage import FileInfo
 from .plan import PlannedDelete
 from .sidecars import sidecars_of
 from .statestores import join
