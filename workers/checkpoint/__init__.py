@@ -5,7 +5,6 @@ parsers take bytes and a ``source`` name and return frozen dataclasses named aft
 classes; every problem is a ``CheckpointError`` whose message starts with the file's path.
 """
 
-from .allowedroots import check_allowed
 from .client import BatchView, CheckpointView, CheckpointViewClient, ServerRefusedError, ServerUnavailableError
 from .commits import COMMIT_LOG_MAX_VERSION, CommitMetadata, parse_commit
 from .compactible import (
@@ -147,7 +146,7 @@ from .stateschema import (
     parse_operator_state_metadata,
     parse_state_schema_file,
 )
-from .storage import MAX_LOG_FILE_BYTES, CheckpointStorage, StorageCalls
+from .storage import MAX_LOG_FILE_BYTES, CheckpointStorage, StorageCalls, check_allowed
 from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
 from .unsaferow import decode_unsafe_row
 

@@ -6,21 +6,19 @@ by a relative path that always uses ``/`` (``offsets/3``, ``state/0/1/4.delta``)
 checks that the root lies under an allowed root, lists and reads, counts every call, and
 translates ``FileNotFoundError``, ``PermissionError`` and other OS/fsspec errors into the
 library's own errors with the relative path attached.
-
-What needs no fsspec lives beside it: URL checks against the allowed roots (``allowedroots``),
-listing entries (``fileinfo``), local directory listing and fsync (``localfiles``) and the
-translation of backend errors (``backenderrors``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import os
 import posixpath
+import re
 import stat
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -28,26 +26,33 @@ import fsspec
 import fsspec.asyn
 import fsspec.exceptions
 
-from .allowedroots import _LOCAL_SCHEMES, _parse_location, check_allowed
-from .backenderrors import _BACKEND_ERRORS, _storage_error
 from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
-from .fileinfo import FileInfo, _file_info, _mtime_seconds
+from .fileinfo import FileInfo
 from .localdirs import HeldDirectories, open_checked
-from .localfiles import _fsync_directory, _list_local
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
 # exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
 MAX_LOG_FILE_BYTES = 64 * 1024 * 1024
 
+# s3fs, gcsfs and adlfs translate their client errors into OSError subclasses; FSTimeoutError
+# is fsspec's own for async backends.
+# What a backend call may raise besides FileNotFoundError: anything. Backends have their own
+# exception types (botocore's EndpointConnectionError while S3 is unreachable is no OSError), and
+# a storage failure of one file must become a StorageError naming it, not a crash of the sync.
+_BACKEND_ERRORS = (Exception,)
+
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+_LOCAL_SCHEMES = frozenset({"file", "local"})
 # Local reads go in pieces of this size (see CheckpointStorage._read_local).
 LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
-
 # Reads read_many keeps in flight on an object store. botocore's connection pool must hold as many
 # (workers.storage_options sets max_pool_connections to this).
 REMOTE_READS_IN_FLIGHT = 16
-
 # The first read of a local file: a log file of a batch is about 1 KB.
 LOCAL_FIRST_READ_BYTES = 8 * 1024
+# fsspec listing keys that carry a modification time, most specific first. The memory
+# filesystem only records "created", which is the mtime of Spark's write-once files.
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
 
 
 @dataclass(slots=True)
@@ -65,6 +70,84 @@ class StorageCalls:
     def as_dict(self) -> dict[str, int]:
         """Return the counters as a plain dict."""
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Location:
+    """A URL split into its scheme and a normalised path."""
+
+    protocol: str
+    path: str  # local: absolute and normalised; remote: "bucket/key" without '.' or '..'
+
+    @property
+    def url(self) -> str:
+        return f"{self.protocol}://{self.path}"
+
+
+def check_allowed(url: str, allowed_roots: Sequence[str] | None) -> str:
+    """Return the normalised form of ``url`` after checking it against ``allowed_roots``.
+
+    Opens nothing, so a form can validate user input with it. ``allowed_roots=None`` allows
+    every URL; an empty sequence allows none. Raises PathNotAllowedError naming ``url``.
+    """
+    location = _parse_location(url)
+    if allowed_roots is None:
+        return location.url
+    if isinstance(allowed_roots, (str, bytes)):
+        raise TypeError("allowed_roots must be a list of root URLs, not one string: wrap it in [...]")
+    roots = [_parse_location(root) for root in allowed_roots]
+    if any(_is_inside(location, root) for root in roots):
+        return location.url
+    raise PathNotAllowedError(url, _refusal_reason(location, roots))
+
+
+def _parse_location(url: str) -> _Location:
+    """Split ``url`` into scheme and path; plain paths are local and made absolute."""
+    if not isinstance(url, str):
+        raise TypeError(f"a checkpoint URL must be a str, not {type(url).__name__}")
+    if not url.strip():
+        raise PathNotAllowedError(repr(url), "the checkpoint URL is empty")
+    if "::" in url:
+        raise PathNotAllowedError(url, "chained fsspec URLs ('::') are not supported")
+    protocol, separator, rest = url.partition("://")
+    if not separator:
+        protocol, rest = "file", url
+    protocol = protocol.lower()
+    if not _SCHEME.fullmatch(protocol):
+        raise PathNotAllowedError(url, f"{protocol!r} is not a URL scheme")
+    if protocol in _LOCAL_SCHEMES:
+        return _Location("file", os.path.normpath(os.path.abspath(rest)))
+    return _Location(protocol, _remote_path(url, rest))
+
+
+def _remote_path(url: str, rest: str) -> str:
+    """Normalise the path of a remote URL, where '..' has no meaning the server would resolve."""
+    segments = rest.split("/")
+    if any(segment in (".", "..") for segment in segments):
+        raise PathNotAllowedError(url, "'.' and '..' segments are not allowed in a URL")
+    path = "/".join(segment for segment in segments if segment)
+    if not path:
+        raise PathNotAllowedError(url, "the URL has no path after the scheme")
+    return path
+
+
+def _is_inside(location: _Location, root: _Location) -> bool:
+    """Tell whether ``location`` is ``root`` or below it (local paths with symlinks resolved)."""
+    if location.protocol != root.protocol:
+        return False
+    if location.protocol == "file":
+        path, root_path = os.path.realpath(location.path), os.path.realpath(root.path)
+        return os.path.commonpath([path, root_path]) == root_path
+    return location.path == root.path or location.path.startswith(root.path + "/")
+
+
+def _refusal_reason(location: _Location, roots: list[_Location]) -> str:
+    if not roots:
+        return "no checkpoint roots are configured"
+    if all(root.protocol != location.protocol for root in roots):
+        return f"the scheme {location.protocol!r} is not allowed"
+    allowed = ", ".join(root.url for root in roots)
+    return f"the path is outside the allowed roots ({allowed})"
 
 
 class CheckpointStorage:
@@ -514,3 +597,73 @@ class CheckpointStorage:
             )
         # Plain concatenation: the segments are checked, and posixpath.join cost more per read.
         return f"{self._root.rstrip('/')}/{relpath}" if self._root else relpath
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename durable: POSIX keeps directory entries in the directory's own inode."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _list_local(path: str, relpath: str, check_opened: Callable[[int, str, str], None]) -> list[FileInfo]:
+    """List a local directory with one scandir (fsspec's local ls costs a stat and more per entry).
+
+    The directory is opened first and ``check_opened`` asks the kernel where it is, as reads do:
+    a directory that is, or lies below, a link out of the allowed roots is refused, not listed.
+    Like fsspec's, entries follow symbolic links (a dangling link is listed as itself); a missing
+    directory, or a file, lists as [].
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
+    infos = []
+    try:
+        check_opened(descriptor, path, relpath)
+        with os.scandir(descriptor) as entries:
+            for entry in entries:
+                try:
+                    status = entry.stat()
+                except FileNotFoundError:
+                    status = entry.stat(follow_symlinks=False)
+                infos.append(FileInfo(entry.name, status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode)))
+    except OSError as exc:
+        raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
+    finally:
+        os.close(descriptor)
+    return sorted(infos, key=lambda info: info.name)
+
+
+def _file_info(entry: dict[str, Any]) -> FileInfo:
+    """Turn one fsspec ``ls(detail=True)`` entry into a FileInfo."""
+    name = posixpath.basename(entry["name"].rstrip("/"))
+    is_dir = entry.get("type") == "directory"
+    return FileInfo(name=name, size=int(entry.get("size") or 0), mtime=_mtime_seconds(entry), is_dir=is_dir)
+
+
+def _mtime_seconds(entry: dict[str, Any]) -> float | None:
+    """Find the modification time in a listing entry, whatever the backend calls it."""
+    for key in _MTIME_KEYS:
+        value = entry.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            try:
+                return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def _storage_error(relpath: str, action: str, exc: BaseException) -> StorageError:
+    """Build the StorageError for a failed backend call, keeping the backend's explanation."""
+    if isinstance(exc, PermissionError):
+        return StorageError(relpath, f"{action}: permission denied")
+    return StorageError(relpath, f"{action}: {type(exc).__name__}: {exc}")

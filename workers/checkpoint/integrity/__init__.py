@@ -44,8 +44,8 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
 
 The package holds the gathering (``gather``), the facts (``facts``), the findings (``findings``),
 one module per group of rules (``files``, ``batchlogs``, ``compactiblelogs``, ``leftovers``,
-``state``) and the list of rules run (``checks``). This module names the public ones, so that
-``from workers.checkpoint.integrity import check_checkpoint`` and ``integrity.Finding`` read as one API.
+``state``) and the list of rules run (``checks``). This module re-exports their public names, so
+that ``from workers.checkpoint.integrity import check_checkpoint`` and ``integrity.Finding`` keep working.
 """
 
 from __future__ import annotations
