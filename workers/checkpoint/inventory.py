@@ -34,7 +34,7 @@ from .fileinfo import FileInfo
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR, is_temporary_file, parse_batch_id
 from .logdir import batch_ids_of
 from .metadatalog import SINK_LOG_DIR, sink_log_location
-from .rocksdbstate import parse_rocksdb_store_files
+from .rocksdbfiles import parse_rocksdb_store_files
 from .stateinventory import STATE_DIR, StateStoreDir, list_state_store_dirs, parse_hdfs_state_files
 from .storage import CheckpointStorage
 

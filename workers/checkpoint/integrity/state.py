@@ -14,7 +14,8 @@ from ..errors import MissingFileError
 from ..inventory import join_path
 from ..layout import OFFSETS_DIR
 from ..offsets import OffsetSeq
-from ..rocksdbstate import parse_rocksdb_store_files, resolve_load_chain
+from ..rocksdbfiles import parse_rocksdb_store_files
+from ..rocksdbloadchain import resolve_load_chain
 from ..singlepartition import runs_on_one_partition
 from ..stateinventory import (
     STATE_DIR,

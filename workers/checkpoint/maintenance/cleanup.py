@@ -32,7 +32,9 @@ from ..errors import CheckpointError, MissingFileError
 from ..fileinfo import FileInfo
 from ..integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from ..inventory import is_temporary_name
-from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, parse_rocksdb_store_files, read_rocksdb_zip
+from ..rocksdbfiles import LOG_DIR, SST_DIR, parse_rocksdb_store_files
+from ..rocksdbstate import read_rocksdb_zip
+from ..rocksdbzip import RocksDBCheckpointMetadata
 from ..stateinventory import (
     HdfsStateFile,
     StateFileInfo,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
-from ..rocksdbstate import parse_rocksdb_store_files
+from ..rocksdbfiles import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
 from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
