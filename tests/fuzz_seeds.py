@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from state_corpus import state_file_cases
-from workers.checkpoint.rocksdbstate import ZIP_METADATA_ENTRY
+from workers.checkpoint.rocksdbzip import ZIP_METADATA_ENTRY
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records
 from workers.checkpoint.stateschema import parse_state_schema_file

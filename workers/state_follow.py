@@ -36,7 +36,7 @@ from django.db.models import Max
 
 from dashboards.models import Checkpoint, StatePartition
 from workers.checkpoint import CheckpointError, CheckpointStorage, MissingFileError, list_partition_stores
-from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
+from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state_keys
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statekeys import HEADER_BYTES, StateKeys, parse_state_keys, parse_state_keys_header

@@ -26,7 +26,7 @@ from workers.checkpoint import (
     simple_string,
     versions_on_storage,
 )
-from workers.checkpoint.rocksdbstate import state_unique_ids_by_version
+from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
 from workers.checkpoint.statesummary import state_conf
 from workers.state_partitions import stored_state_commits

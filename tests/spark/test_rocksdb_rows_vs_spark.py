@@ -21,8 +21,9 @@ from pipelines.generate_fixtures import QUERY_NAMES, RATE, ROCKSDB_CHANGELOG_CON
 from pipelines.queries import stop_between_batches, windowed_agg_noop_query
 from spark_state_rows import comparable_rows, spark_rows
 from workers.checkpoint.logdir import list_batch_ids, read_commit
+from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.rocksdbrows import read_rocksdb_rows
-from workers.checkpoint.rocksdbstate import list_rocksdb_store_files, state_unique_ids_by_version
+from workers.checkpoint.rocksdbstate import list_rocksdb_store_files
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, list_state_store_dirs
 from workers.checkpoint.statesample import sample_state_rows
 from workers.checkpoint.stateschema import find_store_schema

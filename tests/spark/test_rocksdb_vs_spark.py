@@ -19,7 +19,8 @@ from fixture_paths import OUR_FIXTURES
 from pipelines.generate_fixtures import QUERY_CONF, RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import rate_dedup_noop_query, stop_between_batches, windowed_agg_noop_query
 from workers.checkpoint.logdir import read_commit
-from workers.checkpoint.rocksdbstate import state_unique_ids_by_version, summarize_rocksdb_store
+from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
+from workers.checkpoint.rocksdbstate import summarize_rocksdb_store
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.storage import CheckpointStorage
 

@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.generate_fixtures import session_conf
 from workers.checkpoint import CheckpointStorage
-from workers.checkpoint.integrity import check_checkpoint
+from workers.checkpoint.integrity.gather import check_checkpoint
 
 pytestmark = pytest.mark.spark
 

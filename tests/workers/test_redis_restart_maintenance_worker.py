@@ -41,7 +41,7 @@ from worker_process import (
 )
 from workers import tasks
 from workers.checkpoint import CheckpointStorage, summarize_checkpoint
-from workers.checkpoint.integrity import check_checkpoint
+from workers.checkpoint.integrity.gather import check_checkpoint
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

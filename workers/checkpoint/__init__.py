@@ -33,7 +33,11 @@ from .errors import (
     UnsupportedVersionError,
 )
 from .eventlog import EventLog, EventLogFile, EventLogPosition, EventLogTail, codec_of, find_event_logs, tail_event_log
-from .integrity import CheckpointFacts, Finding, check_checkpoint, gather_facts, run_checks
+from .fileinfo import FileInfo
+from .integrity.checks import run_checks
+from .integrity.facts import CheckpointFacts
+from .integrity.findings import Finding
+from .integrity.gather import check_checkpoint, gather_facts
 
 # Inventory and integrity
 from .inventory import (
@@ -142,13 +146,7 @@ from .stateschema import (
     parse_operator_state_metadata,
     parse_state_schema_file,
 )
-from .storage import (
-    MAX_LOG_FILE_BYTES,
-    CheckpointStorage,
-    FileInfo,
-    StorageCalls,
-    check_allowed,
-)
+from .storage import MAX_LOG_FILE_BYTES, CheckpointStorage, StorageCalls, check_allowed
 from .summary import BatchSummary, CheckpointSummary, FileIssue, summarize_checkpoint
 from .unsaferow import decode_unsafe_row
 

@@ -26,7 +26,7 @@ from .logfile import JsonSite, get_required_bool, get_required_long, get_require
 
 if TYPE_CHECKING:
     # Annotations only: a plan takes a listing but never lists, so storage is not imported.
-    from .storage import FileInfo
+    from .fileinfo import FileInfo
 
 # FileStreamSinkLog.VERSION and FileStreamSourceLog.VERSION (unchanged from 2.1 to 4.x).
 COMPACTIBLE_LOG_MAX_VERSION = 1

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .errors import CheckpointError
+from .fileinfo import FileInfo
 from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR, is_temporary_file, parse_batch_id
 from .logdir import batch_ids_of
 from .metadatalog import SINK_LOG_DIR, sink_log_location
-from .rocksdbstate import parse_rocksdb_store_files
+from .rocksdbfiles import parse_rocksdb_store_files
 from .stateinventory import STATE_DIR, StateStoreDir, list_state_store_dirs, parse_hdfs_state_files
-from .storage import CheckpointStorage, FileInfo
+from .storage import CheckpointStorage
 
 DirectoryKind = Literal["offsets", "commits", "sources", "state", "sink-log", "metadata", "other"]
 

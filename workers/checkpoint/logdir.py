@@ -22,7 +22,8 @@ from .offsets import OffsetSeq, parse_offset_seq
 
 if TYPE_CHECKING:
     # Annotations only: the readers need just the methods of CheckpointStorage.
-    from .storage import CheckpointStorage, FileInfo
+    from .fileinfo import FileInfo
+    from .storage import CheckpointStorage
 
 
 def list_batch_ids(storage: CheckpointStorage, dirname: str, *, compactible: bool = False) -> list[int]:

@@ -32,7 +32,8 @@ from .layout import COMPACT_FILE_SUFFIX, parse_batch_id
 
 if TYPE_CHECKING:
     # Annotations only: the reader needs just the methods of CheckpointStorage.
-    from .storage import CheckpointStorage, FileInfo
+    from .fileinfo import FileInfo
+    from .storage import CheckpointStorage
 
 LogKind = Literal["source", "sink"]
 

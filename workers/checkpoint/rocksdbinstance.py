@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from rocksdict import AccessType, Options, Rdict
 
 from .errors import CheckpointError, CorruptFileError
-from .rocksdbstate import MAX_ZIP_BYTES, SST_DIR, ZIP_ERRORS, ZIP_METADATA_ENTRY, RocksDBCheckpointMetadata
+from .rocksdbfiles import SST_DIR
+from .rocksdbzip import MAX_ZIP_BYTES, ZIP_ERRORS, ZIP_METADATA_ENTRY, RocksDBCheckpointMetadata
 from .storage import CheckpointStorage
 
 # What the RocksDB files of a zip may add up to once inflated (they are a few KB: bookkeeping).

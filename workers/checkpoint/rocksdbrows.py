@@ -1,7 +1,7 @@
 """Rows of a RocksDB state store at a version, exact: the zip's SST files plus the changelogs after it.
 
 Version V loads as a zip s (or the empty version 0) and the changelogs s+1..V
-(rocksdbstate.resolve_load_chain). A zip alone gives only its ``numKeys``; on top of it, whether
+(rocksdbloadchain.resolve_load_chain). A zip alone gives only its ``numKeys``; on top of it, whether
 a put adds a key or overwrites one is known from the zip's key set, which lives in its SST files.
 So, as RocksDB.load does:
 
@@ -28,14 +28,10 @@ from dataclasses import dataclass
 from operator import countOf
 
 from .errors import CheckpointError, CorruptFileError, MissingFileError
+from .rocksdbfiles import RocksDBVersionFile
 from .rocksdbinstance import RocksDBInstance, open_rocksdb_instance
-from .rocksdbstate import (
-    RocksDBCheckpointMetadata,
-    RocksDBVersionFile,
-    read_changelog,
-    read_rocksdb_version,
-    read_rocksdb_zip,
-)
+from .rocksdbstate import read_changelog, read_rocksdb_version, read_rocksdb_zip
+from .rocksdbzip import RocksDBCheckpointMetadata
 from .stateinventory import StateStoreDir
 from .storage import CheckpointStorage
 

@@ -30,7 +30,8 @@ from .metadatalog import SINK_LOG_DIR, sink_log_location
 from .stateinventory import STATE_DIR
 
 if TYPE_CHECKING:
-    from .storage import CheckpointStorage, FileInfo
+    from .fileinfo import FileInfo
+    from .storage import CheckpointStorage
 
 # What Spark writes at a checkpoint's root: a file, and folders.
 CHECKPOINT_FILES = frozenset({METADATA_FILE})

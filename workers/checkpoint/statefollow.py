@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .errors import CheckpointError, MissingFileError
 from .rocksdbrows import open_rocksdb_rows
-from .rocksdbstate import MAX_ZIP_BYTES, parse_rocksdb_zip
+from .rocksdbzip import MAX_ZIP_BYTES, parse_rocksdb_zip
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .stateinventory import StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from .statekeys import StateKeys, follow_changelog, follow_delta, state_keys_of

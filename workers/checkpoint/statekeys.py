@@ -30,7 +30,7 @@ import numpy as np
 import xxhash
 
 from .errors import CheckpointError, CorruptFileError, TruncatedFileError
-from .rocksdbstate import parse_changelog
+from .rocksdbchangelog import parse_changelog
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .staterows import REMOVED, apply_delta
 

@@ -15,8 +15,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .errors import CheckpointError
+from .rocksdbfiles import parse_rocksdb_store_files
 from .rocksdbrows import open_rocksdb_rows, strip_encoding_version
-from .rocksdbstate import parse_rocksdb_store_files
 from .sparktypes import StructType
 from .statecodec import MAX_STATE_FILE_BYTES, decompress_state_file
 from .statefiles import iter_state_records

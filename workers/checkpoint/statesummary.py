@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import CheckpointError
 from .layout import COMMITS_DIR, OFFSETS_DIR
 from .logdir import list_batch_ids, read_commit, read_offset_seq
+from .rocksdbloadchain import state_unique_ids_by_version
 from .rocksdbrows import read_rocksdb_rows
-from .rocksdbstate import RocksDBVersionState, state_unique_ids_by_version, summarize_rocksdb_store
+from .rocksdbstate import RocksDBVersionState, summarize_rocksdb_store
 from .stateinventory import (
     DEFAULT_STORE_NAME,
     StateStoreDir,

@@ -27,6 +27,7 @@ import fsspec.asyn
 import fsspec.exceptions
 
 from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+from .fileinfo import FileInfo
 from .localdirs import HeldDirectories, open_checked
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
@@ -52,16 +53,6 @@ LOCAL_FIRST_READ_BYTES = 8 * 1024
 # fsspec listing keys that carry a modification time, most specific first. The memory
 # filesystem only records "created", which is the mtime of Spark's write-once files.
 _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
-
-
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """One entry of a directory listing; ``mtime`` is in seconds since the epoch, if known."""
-
-    name: str
-    size: int
-    mtime: float | None
-    is_dir: bool
 
 
 @dataclass(slots=True)
@@ -291,7 +282,7 @@ class CheckpointStorage:
             )
         except _BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
             contents = [exc] * len(paths)
-        for (relpath, path), content in zip(paths.items(), contents):
+        for (relpath, path), content in zip(paths.items(), contents, strict=False):
             if isinstance(content, BaseException) and self._asked_past_the_end(path, 0, content):
                 content = b""
             results[relpath] = self._checked_content(relpath, content, max_bytes)

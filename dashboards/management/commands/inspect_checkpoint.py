@@ -25,7 +25,7 @@ from workers.checkpoint import (
     classify_sink_output,
     summarize_checkpoint,
 )
-from workers.checkpoint.integrity import check_checkpoint
+from workers.checkpoint.integrity.gather import check_checkpoint
 from workers.checkpoint.statesummary import read_checkpoint_state, summarize_stores
 
 API_TOKEN_VARIABLE = "CKPTWEB_API_TOKEN"

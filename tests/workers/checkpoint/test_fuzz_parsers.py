@@ -42,11 +42,8 @@ from workers.checkpoint import (
     tail_event_log,
 )
 from workers.checkpoint.eventlog import EventLog, EventLogFile
-from workers.checkpoint.rocksdbstate import (
-    parse_changelog_content,
-    parse_rocksdb_checkpoint_metadata,
-    parse_rocksdb_zip,
-)
+from workers.checkpoint.rocksdbchangelog import parse_changelog_content
+from workers.checkpoint.rocksdbzip import parse_rocksdb_checkpoint_metadata, parse_rocksdb_zip
 from workers.checkpoint.statefiles import iter_state_records
 from workers.checkpoint.staterows import apply_delta, count_snapshot
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches, write_state_history
 from workers.checkpoint import CheckpointStorage, summarize_checkpoint
-from workers.checkpoint.integrity import check_checkpoint
+from workers.checkpoint.integrity.gather import check_checkpoint
 from workers.checkpoint.statesummary import read_checkpoint_state
 
 

@@ -18,15 +18,14 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES, our_fixture_checkpoints, shared_fixture_checkpoints
 from workers.checkpoint.errors import StorageError
-from workers.checkpoint.integrity import (
-    CheckpointFacts,
-    check_checkpoint,
-    needed_log_files,
-    restart_state_version,
-    run_checks,
-)
+from workers.checkpoint.fileinfo import FileInfo
+from workers.checkpoint.integrity.checks import run_checks
+from workers.checkpoint.integrity.compactiblelogs import needed_log_files
+from workers.checkpoint.integrity.facts import CheckpointFacts
+from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.integrity.state import restart_state_version
 from workers.checkpoint.inventory import TreeListing
-from workers.checkpoint.storage import CheckpointStorage, FileInfo
+from workers.checkpoint.storage import CheckpointStorage
 
 TEMP_UUID = "1f0a1e22-1234-4567-89ab-0123456789ab"
 HUGE = 2**63 - 2  # a batch id Spark could parse; the checks must not walk up to it

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
+from workers.checkpoint.fileinfo import FileInfo
 from workers.checkpoint.inventory import (
     SMALL_FILE_BYTES,
     DirectoryInventory,
@@ -16,7 +17,7 @@ from workers.checkpoint.inventory import (
     build_inventory,
     take_inventory,
 )
-from workers.checkpoint.storage import CheckpointStorage, FileInfo
+from workers.checkpoint.storage import CheckpointStorage
 
 CHECKPOINTS = our_fixture_checkpoints() + shared_fixture_checkpoints()
 CHECKPOINT_IDS = [f"{path.parent.name}/{path.name}" for path in CHECKPOINTS]

@@ -22,22 +22,22 @@ from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from workers.checkpoint.logdir import read_commit
 from workers.checkpoint.lz4block import compress_lz4_block_stream
-from workers.checkpoint.rocksdbstate import (
+from workers.checkpoint.rocksdbchangelog import (
     ChangelogRecord,
     LineageItem,
-    list_rocksdb_store_files,
     parse_changelog,
     parse_changelog_content,
-    parse_rocksdb_checkpoint_metadata,
-    parse_rocksdb_zip,
+    sniff_changelog_version,
+)
+from workers.checkpoint.rocksdbloadchain import resolve_load_chain, state_unique_ids_by_version
+from workers.checkpoint.rocksdbstate import (
+    list_rocksdb_store_files,
     read_changelog,
     read_rocksdb_version,
     read_rocksdb_zip,
-    resolve_load_chain,
-    sniff_changelog_version,
-    state_unique_ids_by_version,
     summarize_rocksdb_store,
 )
+from workers.checkpoint.rocksdbzip import parse_rocksdb_checkpoint_metadata, parse_rocksdb_zip
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.storage import CheckpointStorage
 

@@ -29,9 +29,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import CheckpointError, MissingFileError
-from ..integrity import TEMPORARY_FILE_GRACE_SECONDS
+from ..fileinfo import FileInfo
+from ..integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from ..inventory import is_temporary_name
-from ..rocksdbstate import LOG_DIR, SST_DIR, RocksDBCheckpointMetadata, parse_rocksdb_store_files, read_rocksdb_zip
+from ..rocksdbfiles import LOG_DIR, SST_DIR, parse_rocksdb_store_files
+from ..rocksdbstate import read_rocksdb_zip
+from ..rocksdbzip import RocksDBCheckpointMetadata
 from ..stateinventory import (
     HdfsStateFile,
     StateFileInfo,
@@ -40,7 +43,7 @@ from ..stateinventory import (
     files_for_version,
     parse_hdfs_state_files,
 )
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped

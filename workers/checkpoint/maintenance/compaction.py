@@ -48,10 +48,11 @@ from ..compactible import (
     valid_batches_before_compaction,
 )
 from ..errors import CheckpointError, CorruptFileError, UnsupportedVersionError
+from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
 from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
-from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage, FileInfo
+from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped

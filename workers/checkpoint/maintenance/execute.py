@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import CheckpointError, MissingFileError
+from ..fileinfo import FileInfo
 from ..layout import is_temporary_file
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .plan import MaintenancePlan, PlannedWrite
 from .sidecars import hadoop_crc_bytes, hadoop_crc_name
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, OFFSETS_DIR
-from ..storage import FileInfo
 from .plan import Precondition, precondition
 
 # Spark writes offsets/N at the start of a batch and commits/N at its end; a query that wrote

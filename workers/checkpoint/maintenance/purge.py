@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
-from ..rocksdbstate import parse_rocksdb_store_files
+from ..rocksdbfiles import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
 from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped

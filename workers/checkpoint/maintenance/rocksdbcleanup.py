@@ -4,7 +4,7 @@ RocksDBFileManager.deleteOldVersions keeps ``minBatchesToRetain`` versions loada
 zip at or below the earliest version to retain stays, older zips go, and so do the changelogs
 before it and the SST (and archived log) files that only the deleted zips list. Loading version
 V reads the newest ``<s>.zip`` with s <= V, every SST its metadata lists, and the changelogs
-s+1..V (rocksdbstate.resolve_load_chain). This module plans the same with cleanup.py's guards
+s+1..V (rocksdbloadchain.resolve_load_chain). This module plans the same with cleanup.py's guards
 (the newest committed version, the batches still in ``offsets/``), and is stricter than Spark:
 
 * SST files no zip lists (Spark deletes such orphans by age) stay: they may belong to a version a
@@ -22,15 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..rocksdbstate import (
-    LOG_DIR,
-    SST_DIR,
-    RocksDBCheckpointMetadata,
-    RocksDBStoreFiles,
-    RocksDBVersionFile,
-    resolve_load_chain,
-)
-from ..storage import FileInfo
+from ..fileinfo import FileInfo
+from ..rocksdbfiles import LOG_DIR, SST_DIR, RocksDBStoreFiles, RocksDBVersionFile
+from ..rocksdbloadchain import resolve_load_chain
+from ..rocksdbzip import RocksDBCheckpointMetadata
 from .plan import PlannedDelete
 from .sidecars import sidecars_of
 from .statestores import join

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ..fileinfo import FileInfo
 from ..inventory import TreeListing, list_tree
 from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 from ..stateinventory import STATE_DIR, HdfsStateFile, StateStoreDir, list_state_store_dirs
 from ..statesummary import StateConf, latest_state_conf
-from ..storage import CheckpointStorage, FileInfo
+from ..storage import CheckpointStorage
 from .plan import Precondition, precondition
 
 

@@ -1,0 +1,90 @@
+"""Integrity checks: what would stop Spark from restarting a query, and what is wrong or wasteful.
+
+Facts are gathered once at the edge (``gather_facts``): one recursive listing of the checkpoint
+(and of a file sink's ``_spark_metadata``), and reads of only the files Spark itself reads when
+the query restarts:
+
+* ``metadata`` (StreamMetadata, read by StreamExecution);
+* ``offsets/<L>`` and ``offsets/<L-1>``, L the latest batch (MicroBatchExecution's
+  populateStartOffsets and validateOffsetLogAndGetPrevOffset);
+* the latest ``commits/<C>`` (CommitLog.getLatest);
+* for each compactible log (a file source's ``sources/<i>``, the sink's ``_spark_metadata``), the
+  latest compaction and the batches after it (CompactibleFileStreamLog.allFiles).
+
+Older log files are not read: with Spark's default of 100 retained batches that would cost
+hundreds of GETs per check; an empty one is still found by its listed size. Everything after
+the gathering is a pure function of the facts, and no damage makes the check raise: a file that
+cannot be listed, read or parsed is itself a finding.
+
+Severities: ``error`` = Spark will fail to restart the query (or, where ``restart_impact`` says
+so, fails soon after); ``warning`` = the restart works but something is wrong or wasteful;
+``info`` = worth knowing. Codes (stable, for filters and tests):
+
+    directory-unreadable     a directory could not be listed
+    metadata-missing         no ``metadata`` file (Spark 4.2+ refuses to start)
+    log-file-empty           an empty log file ("Incomplete log file")
+    log-file-incomplete      a log file that ends before its metadata line
+    log-version-unsupported  a ``vN`` header newer than this reader supports
+    file-corrupt             any other content Spark cannot parse
+    file-unreadable          a read failed (permission, network), or the file vanished
+    offsets-gap              batch ids missing from ``offsets/``
+    batch-uncommitted        the latest batch has offsets but no commit (normal after a stop mid-batch)
+    uncommitted-batches      more than one batch after the latest commit
+    commit-missing           a batch below the latest commit has offsets but no commit
+    commit-without-offsets   ``commits/<N>`` beyond the latest offsets
+    compact-missing          a ``N.compact`` the latest batch of a compactible log is read through
+    log-file-missing         a batch file after that compaction
+    sink-log-behind-commits  the sink log ends before the latest committed batch
+    sink-log-missing         a sink log with no batch file at all
+    temporary-file           a temporary file left by an atomic write (or its checksum)
+    orphan-checksum          a Hadoop ``.<name>.crc`` whose file is gone
+    state-partition-missing  a state partition directory is missing (an operator Spark runs on one
+                             partition, a global limit or aggregation, has partition 0 only)
+    state-version-missing    a state store cannot rebuild the version the restart loads
+
+The package holds the gathering (``gather``), the facts (``facts``), the findings (``findings``),
+one module per group of rules (``files``, ``batchlogs``, ``compactiblelogs``, ``leftovers``,
+``state``) and the list of rules run (``checks``). This module re-exports their public names, so
+that ``from workers.checkpoint.integrity import check_checkpoint`` and ``integrity.Finding`` keep working.
+"""
+
+from __future__ import annotations
+
+from .batchlogs import check_commits_without_offsets, check_offsets_gaps, check_uncommitted
+from .checks import run_checks
+from .compactiblelogs import check_compactible_logs, check_sink_log_behind, check_sink_log_present, needed_log_files
+from .facts import CheckpointFacts, CompactibleLog, OperatorDescription, ReadOutcome
+from .files import check_empty_files, check_listing_failures, check_metadata, check_read_files
+from .findings import SEVERITIES, Finding, Severity
+from .gather import check_checkpoint, gather_facts
+from .leftovers import TEMPORARY_FILE_GRACE_SECONDS, check_leftovers
+from .state import SHUFFLE_PARTITIONS_CONF, check_state, restart_state_version
+
+__all__ = [
+    "SEVERITIES",
+    "SHUFFLE_PARTITIONS_CONF",
+    "TEMPORARY_FILE_GRACE_SECONDS",
+    "CheckpointFacts",
+    "CompactibleLog",
+    "Finding",
+    "OperatorDescription",
+    "ReadOutcome",
+    "Severity",
+    "check_checkpoint",
+    "check_commits_without_offsets",
+    "check_compactible_logs",
+    "check_empty_files",
+    "check_leftovers",
+    "check_listing_failures",
+    "check_metadata",
+    "check_offsets_gaps",
+    "check_read_files",
+    "check_sink_log_behind",
+    "check_sink_log_present",
+    "check_state",
+    "check_uncommitted",
+    "gather_facts",
+    "needed_log_files",
+    "restart_state_version",
+    "run_checks",
+]
