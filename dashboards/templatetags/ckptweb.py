@@ -76,8 +76,12 @@ def sparkline(trend) -> str:
 
 @register.filter
 def span_ms(milliseconds: int | float | None) -> str:
-    """Milliseconds as a span: "850 ms", "2.1 s", "3 min 5 s" ("—" for None)."""
-    return "—" if milliseconds is None else format_span(milliseconds / 1000)
+    """Milliseconds as a span: "850 ms", "2.1 s", "3 min 5 s" ("—" for None).
+
+    Zero stays in milliseconds: beside "1 ms", "0 s" reads as another unit."""
+    if milliseconds is None:
+        return "—"
+    return "0 ms" if milliseconds == 0 else format_span(milliseconds / 1000)
 
 
 @register.simple_tag

@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from dashboards.templatetags.ckptweb import duration
+from dashboards.templatetags.ckptweb import duration, span_ms
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,11 @@ def test_ago_counts_seconds_under_a_minute():
     assert ago(timezone.now() - timedelta(seconds=12, milliseconds=300)) == "12 s ago"
     assert ago(timezone.now() - timedelta(hours=3, minutes=20, seconds=5)) == "3 h 20 min ago"
     assert ago(None) == "never"
+
+
+@pytest.mark.parametrize(
+    ("milliseconds", "text"), [(0, "0 ms"), (1, "1 ms"), (850, "850 ms"), (2100, "2.1 s"), (None, "—")]
+)
+def test_a_span_in_milliseconds_keeps_zero_in_milliseconds(milliseconds, text):
+    # "1 ms against 0 s" on the batch page read as two units.
+    assert span_ms(milliseconds) == text
