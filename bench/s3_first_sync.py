@@ -45,7 +45,7 @@ def _upload(client, directory: Path, prefix: str) -> int:
 
 def _first_sync(server: DelayedS3Server, url: str, name: str, in_flight: int) -> dict:
     from dashboards.models import Checkpoint
-    from workers.checkpoint import storage as storage_module
+    from workers.checkpoint.storage import checkpointstorage as storage_module
     from workers.sync import sync_checkpoint
 
     storage_module.REMOTE_READS_IN_FLIGHT = in_flight

@@ -302,7 +302,7 @@ def test_a_local_read_does_not_reserve_its_whole_budget(tmp_path):
 
 
 def test_a_local_read_larger_than_one_chunk_is_whole(tmp_path, monkeypatch):
-    from workers.checkpoint import storage as storage_module
+    from workers.checkpoint.storage import checkpointstorage as storage_module
 
     monkeypatch.setattr(storage_module, "LOCAL_FIRST_READ_BYTES", 5)
     monkeypatch.setattr(storage_module, "LOCAL_READ_CHUNK_BYTES", 7)
@@ -336,7 +336,7 @@ def test_a_directory_inside_the_checkpoint_that_links_out_of_the_roots_is_refuse
 
 @pytest.mark.parametrize("where", ["local", "memory"])
 def test_copy_to_local_copies_a_file_in_chunks_and_counts_one_read(tmp_path, memory_fs, where, monkeypatch):
-    import workers.checkpoint.storage as storage_module
+    from workers.checkpoint.storage import checkpointstorage as storage_module
 
     content = bytes(range(256)) * 40  # 10,240 bytes: 3 chunks of 4096 and a short one
     monkeypatch.setattr(storage_module, "LOCAL_READ_CHUNK_BYTES", 4096)

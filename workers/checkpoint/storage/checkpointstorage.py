@@ -1,48 +1,34 @@
-"""The storage edge: the only module of the library that imports fsspec.
+"""CheckpointStorage: one checkpoint root on an fsspec filesystem, the library's only door to storage.
 
-A ``CheckpointStorage`` is one checkpoint root (a local path or any fsspec URL such as
-``file:///data/ckpt``, ``memory://ckpt`` or ``s3://bucket/ckpt``). Everything below it is named
-by a relative path that always uses ``/`` (``offsets/3``, ``state/0/1/4.delta``). This module
-checks that the root lies under an allowed root, lists and reads, counts every call, and
-translates ``FileNotFoundError``, ``PermissionError`` and other OS/fsspec errors into the
-library's own errors with the relative path attached.
+It lists, reads (ranges, many files at once), copies, writes atomically and deletes below its root,
+counts every call (StorageCalls), and turns backend errors into the library's, naming the file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import errno
 import os
 import posixpath
-import re
 import stat
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import fsspec
 import fsspec.asyn
-import fsspec.exceptions
 
-from .errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
-from .fileinfo import FileInfo
-from .localdirs import HeldDirectories, open_checked
+from ..errors import CheckpointError, CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+from ..fileinfo import FileInfo
+from ..localdirs import HeldDirectories, open_checked
+from .entries import BACKEND_ERRORS, file_info, mtime_seconds, storage_error
+from .localfiles import fsync_directory, list_local
+from .locations import LOCAL_SCHEMES, check_allowed, parse_location
 
 # Metadata-log files are a few hundred bytes; the budget only stops a bogus huge file from
 # exhausting memory. Callers reading big files (state snapshots) pass their own max_bytes.
 MAX_LOG_FILE_BYTES = 64 * 1024 * 1024
-
-# s3fs, gcsfs and adlfs translate their client errors into OSError subclasses; FSTimeoutError
-# is fsspec's own for async backends.
-# What a backend call may raise besides FileNotFoundError: anything. Backends have their own
-# exception types (botocore's EndpointConnectionError while S3 is unreachable is no OSError), and
-# a storage failure of one file must become a StorageError naming it, not a crash of the sync.
-_BACKEND_ERRORS = (Exception,)
-
-_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
-_LOCAL_SCHEMES = frozenset({"file", "local"})
 # Local reads go in pieces of this size (see CheckpointStorage._read_local).
 LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
 # Reads read_many keeps in flight on an object store. botocore's connection pool must hold as many
@@ -50,9 +36,6 @@ LOCAL_READ_CHUNK_BYTES = 4 * 1024 * 1024
 REMOTE_READS_IN_FLIGHT = 16
 # The first read of a local file: a log file of a batch is about 1 KB.
 LOCAL_FIRST_READ_BYTES = 8 * 1024
-# fsspec listing keys that carry a modification time, most specific first. The memory
-# filesystem only records "created", which is the mtime of Spark's write-once files.
-_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
 
 
 @dataclass(slots=True)
@@ -70,84 +53,6 @@ class StorageCalls:
     def as_dict(self) -> dict[str, int]:
         """Return the counters as a plain dict."""
         return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class _Location:
-    """A URL split into its scheme and a normalised path."""
-
-    protocol: str
-    path: str  # local: absolute and normalised; remote: "bucket/key" without '.' or '..'
-
-    @property
-    def url(self) -> str:
-        return f"{self.protocol}://{self.path}"
-
-
-def check_allowed(url: str, allowed_roots: Sequence[str] | None) -> str:
-    """Return the normalised form of ``url`` after checking it against ``allowed_roots``.
-
-    Opens nothing, so a form can validate user input with it. ``allowed_roots=None`` allows
-    every URL; an empty sequence allows none. Raises PathNotAllowedError naming ``url``.
-    """
-    location = _parse_location(url)
-    if allowed_roots is None:
-        return location.url
-    if isinstance(allowed_roots, (str, bytes)):
-        raise TypeError("allowed_roots must be a list of root URLs, not one string: wrap it in [...]")
-    roots = [_parse_location(root) for root in allowed_roots]
-    if any(_is_inside(location, root) for root in roots):
-        return location.url
-    raise PathNotAllowedError(url, _refusal_reason(location, roots))
-
-
-def _parse_location(url: str) -> _Location:
-    """Split ``url`` into scheme and path; plain paths are local and made absolute."""
-    if not isinstance(url, str):
-        raise TypeError(f"a checkpoint URL must be a str, not {type(url).__name__}")
-    if not url.strip():
-        raise PathNotAllowedError(repr(url), "the checkpoint URL is empty")
-    if "::" in url:
-        raise PathNotAllowedError(url, "chained fsspec URLs ('::') are not supported")
-    protocol, separator, rest = url.partition("://")
-    if not separator:
-        protocol, rest = "file", url
-    protocol = protocol.lower()
-    if not _SCHEME.fullmatch(protocol):
-        raise PathNotAllowedError(url, f"{protocol!r} is not a URL scheme")
-    if protocol in _LOCAL_SCHEMES:
-        return _Location("file", os.path.normpath(os.path.abspath(rest)))
-    return _Location(protocol, _remote_path(url, rest))
-
-
-def _remote_path(url: str, rest: str) -> str:
-    """Normalise the path of a remote URL, where '..' has no meaning the server would resolve."""
-    segments = rest.split("/")
-    if any(segment in (".", "..") for segment in segments):
-        raise PathNotAllowedError(url, "'.' and '..' segments are not allowed in a URL")
-    path = "/".join(segment for segment in segments if segment)
-    if not path:
-        raise PathNotAllowedError(url, "the URL has no path after the scheme")
-    return path
-
-
-def _is_inside(location: _Location, root: _Location) -> bool:
-    """Tell whether ``location`` is ``root`` or below it (local paths with symlinks resolved)."""
-    if location.protocol != root.protocol:
-        return False
-    if location.protocol == "file":
-        path, root_path = os.path.realpath(location.path), os.path.realpath(root.path)
-        return os.path.commonpath([path, root_path]) == root_path
-    return location.path == root.path or location.path.startswith(root.path + "/")
-
-
-def _refusal_reason(location: _Location, roots: list[_Location]) -> str:
-    if not roots:
-        return "no checkpoint roots are configured"
-    if all(root.protocol != location.protocol for root in roots):
-        return f"the scheme {location.protocol!r} is not allowed"
-    allowed = ", ".join(root.url for root in roots)
-    return f"the path is outside the allowed roots ({allowed})"
 
 
 class CheckpointStorage:
@@ -175,7 +80,7 @@ class CheckpointStorage:
             if allowed_roots is None
             else tuple(
                 os.path.realpath(root.path).rstrip(os.sep) + os.sep
-                for root in map(_parse_location, allowed_roots)
+                for root in map(parse_location, allowed_roots)
                 if root.protocol == "file"
             )
         )
@@ -186,7 +91,7 @@ class CheckpointStorage:
             raise StorageError(self.url, f"cannot open this filesystem: {exc}") from exc
         self._root = root if root == "/" else root.rstrip("/")
         protocols = self._fs.protocol if isinstance(self._fs.protocol, tuple) else (self._fs.protocol,)
-        self._is_local = bool(_LOCAL_SCHEMES & set(protocols))
+        self._is_local = bool(LOCAL_SCHEMES & set(protocols))
         self._held_directories: HeldDirectories | None = None
 
     def __repr__(self) -> str:
@@ -200,15 +105,15 @@ class CheckpointStorage:
         # that polls must see new batches, so drop the cached listing first.
         self._fs.invalidate_cache(path)
         if self._is_local:
-            return _list_local(path, relpath, self._check_opened_file)
+            return list_local(path, relpath, self._check_opened_file)
         try:
             entries = self._fs.ls(path, detail=True)
         except FileNotFoundError:
             return []
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath or ".", "cannot list the directory", exc) from exc
         # Some backends list the directory itself, or the file when `path` is a file.
-        infos = [_file_info(entry) for entry in entries if entry["name"].rstrip("/") != path]
+        infos = [file_info(entry) for entry in entries if entry["name"].rstrip("/") != path]
         return sorted(infos, key=lambda info: info.name)
 
     def read_bytes(self, relpath: str, *, max_bytes: int | None = MAX_LOG_FILE_BYTES) -> bytes:
@@ -238,7 +143,7 @@ class CheckpointStorage:
                 if self._is_local
                 else self._fs.cat_file(path, start=start, end=end)
             )
-        except _BACKEND_ERRORS as exc:
+        except BACKEND_ERRORS as exc:
             content = b"" if self._asked_past_the_end(path, start, exc) else exc
         result = self._checked_content(relpath, content, max_bytes)
         if isinstance(result, CheckpointError):
@@ -280,7 +185,7 @@ class CheckpointStorage:
             contents = self._fs.cat_ranges(
                 list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT
             )
-        except _BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
+        except BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
             contents = [exc] * len(paths)
         for (relpath, path), content in zip(paths.items(), contents, strict=False):
             if isinstance(content, BaseException) and self._asked_past_the_end(path, 0, content):
@@ -304,7 +209,7 @@ class CheckpointStorage:
         self._fs.invalidate_cache(path)  # the size now, not that of a cached listing
         try:
             size = self._fs.info(path).get("size")
-        except _BACKEND_ERRORS:
+        except BACKEND_ERRORS:
             return False
         return size is not None and int(size) <= start
 
@@ -323,7 +228,7 @@ class CheckpointStorage:
         if isinstance(content, CheckpointError):
             return content
         if isinstance(content, BaseException):
-            error = _storage_error(relpath, "cannot read the file", content)
+            error = storage_error(relpath, "cannot read the file", content)
             error.__cause__ = content
             return error
         data = bytes(content)
@@ -423,10 +328,10 @@ class CheckpointStorage:
             raise
         except FileNotFoundError as exc:
             if exc.filename == destination:
-                raise _storage_error(relpath, f"cannot copy the file to {destination}", exc) from exc
+                raise storage_error(relpath, f"cannot copy the file to {destination}", exc) from exc
             raise MissingFileError(relpath, "no such file") from None
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath, f"cannot copy the file to {destination}", exc) from exc
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath, f"cannot copy the file to {destination}", exc) from exc
         self.calls.bytes_read += copied
         return copied
 
@@ -466,9 +371,9 @@ class CheckpointStorage:
             entry = self._fs.info(path)
         except FileNotFoundError:
             return None
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath or ".", "cannot look the path up", exc) from exc
-        return _file_info(entry)
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath or ".", "cannot look the path up", exc) from exc
+        return file_info(entry)
 
     def _local_info(self, path: str, relpath: str) -> FileInfo | None:
         try:
@@ -476,7 +381,7 @@ class CheckpointStorage:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise _storage_error(relpath or ".", "cannot look the path up", exc) from exc
+            raise storage_error(relpath or ".", "cannot look the path up", exc) from exc
         # As reads do, refuse what a symbolic link leads out of the allowed roots.
         if self._real_roots is not None and not (os.path.realpath(path) + os.sep).startswith(self._real_roots):
             raise PathNotAllowedError(
@@ -490,8 +395,8 @@ class CheckpointStorage:
         self.calls.info += 1
         try:
             return bool(self._fs.exists(path))
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath or ".", "cannot check whether the path exists", exc) from exc
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath or ".", "cannot check whether the path exists", exc) from exc
 
     def write_atomic(self, relpath: str, data: bytes, *, overwrite: bool = False) -> None:
         """Write a whole file so that readers see either nothing or all of it.
@@ -512,8 +417,8 @@ class CheckpointStorage:
             self._rename_into_place(temporary, path, relpath, overwrite=overwrite)
         except BaseException as exc:
             self._discard(temporary)
-            if isinstance(exc, _BACKEND_ERRORS) and not isinstance(exc, (FileExistsError, CheckpointError)):
-                raise _storage_error(relpath, "cannot write the file", exc) from exc
+            if isinstance(exc, BACKEND_ERRORS) and not isinstance(exc, (FileExistsError, CheckpointError)):
+                raise storage_error(relpath, "cannot write the file", exc) from exc
             raise
         self.calls.bytes_written += len(data)
 
@@ -537,7 +442,7 @@ class CheckpointStorage:
                 except FileExistsError:
                     raise StorageError(relpath, "cannot write the file: it already exists") from None
                 os.unlink(temporary)
-            _fsync_directory(posixpath.dirname(path))
+            fsync_directory(posixpath.dirname(path))
             return
         if not overwrite and self._fs.exists(path):
             raise StorageError(relpath, "cannot write the file: it already exists")
@@ -546,7 +451,7 @@ class CheckpointStorage:
     def _discard(self, path: str) -> None:
         try:
             self._fs.rm_file(path)
-        except (FileNotFoundError, *_BACKEND_ERRORS):
+        except (FileNotFoundError, *BACKEND_ERRORS):
             pass  # nothing was written, or the temporary file is already gone
 
     def stamp(self, relpath: str) -> float | None:
@@ -563,9 +468,9 @@ class CheckpointStorage:
                 return os.stat(path).st_mtime
             self.calls.info += 1
             self._fs.invalidate_cache(path)
-            return _mtime_seconds(self._fs.info(path))
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath, "cannot write a probe file", exc) from exc
+            return mtime_seconds(self._fs.info(path))
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath, "cannot write a probe file", exc) from exc
         finally:
             self.calls.delete += 1
             self._discard(path)
@@ -580,8 +485,8 @@ class CheckpointStorage:
             self._fs.rm_file(path)
         except FileNotFoundError:
             return False
-        except _BACKEND_ERRORS as exc:
-            raise _storage_error(relpath, "cannot delete the file", exc) from exc
+        except BACKEND_ERRORS as exc:
+            raise storage_error(relpath, "cannot delete the file", exc) from exc
         return True
 
     def _path(self, relpath: str) -> str:
@@ -597,73 +502,3 @@ class CheckpointStorage:
             )
         # Plain concatenation: the segments are checked, and posixpath.join cost more per read.
         return f"{self._root.rstrip('/')}/{relpath}" if self._root else relpath
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make a rename durable: POSIX keeps directory entries in the directory's own inode."""
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _list_local(path: str, relpath: str, check_opened: Callable[[int, str, str], None]) -> list[FileInfo]:
-    """List a local directory with one scandir (fsspec's local ls costs a stat and more per entry).
-
-    The directory is opened first and ``check_opened`` asks the kernel where it is, as reads do:
-    a directory that is, or lies below, a link out of the allowed roots is refused, not listed.
-    Like fsspec's, entries follow symbolic links (a dangling link is listed as itself); a missing
-    directory, or a file, lists as [].
-    """
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
-    infos = []
-    try:
-        check_opened(descriptor, path, relpath)
-        with os.scandir(descriptor) as entries:
-            for entry in entries:
-                try:
-                    status = entry.stat()
-                except FileNotFoundError:
-                    status = entry.stat(follow_symlinks=False)
-                infos.append(FileInfo(entry.name, status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode)))
-    except OSError as exc:
-        raise _storage_error(relpath or ".", "cannot list the directory", exc) from exc
-    finally:
-        os.close(descriptor)
-    return sorted(infos, key=lambda info: info.name)
-
-
-def _file_info(entry: dict[str, Any]) -> FileInfo:
-    """Turn one fsspec ``ls(detail=True)`` entry into a FileInfo."""
-    name = posixpath.basename(entry["name"].rstrip("/"))
-    is_dir = entry.get("type") == "directory"
-    return FileInfo(name=name, size=int(entry.get("size") or 0), mtime=_mtime_seconds(entry), is_dir=is_dir)
-
-
-def _mtime_seconds(entry: dict[str, Any]) -> float | None:
-    """Find the modification time in a listing entry, whatever the backend calls it."""
-    for key in _MTIME_KEYS:
-        value = entry.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, datetime.datetime):
-            return value.timestamp()
-        if isinstance(value, str):
-            try:
-                return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                continue
-    return None
-
-
-def _storage_error(relpath: str, action: str, exc: BaseException) -> StorageError:
-    """Build the StorageError for a failed backend call, keeping the backend's explanation."""
-    if isinstance(exc, PermissionError):
-        return StorageError(relpath, f"{action}: permission denied")
-    return StorageError(relpath, f"{action}: {type(exc).__name__}: {exc}")
