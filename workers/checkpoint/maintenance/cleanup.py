@@ -43,17 +43,19 @@ from ..stateinventory import (
 from ..storage import CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
-from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
+from .planning import delete_with_sidecars, join, precondition_unless, start_plan
+from .preconditions import DEFAULT_QUIET_SECONDS
 from .rocksdbcleanup import RocksDBStoreListing, ZipMetadata, plan_rocksdb_store_cleanup
-from .sidecars import sidecars_of
 from .statestores import (
+    NO_STATE_STORE,
     StateListings,
     committed_state_version,
-    join,
     list_state_listings,
     loadable_versions,
     select_stores,
     stores_exist,
+    stores_parameter,
+    survey_stores,
 )
 
 ACTION = "cleanup"
@@ -122,6 +124,12 @@ def cleanup_plan_from_listings(
     """
     if min_versions_to_retain < 1:
         raise ValueError(f"min_versions_to_retain must be >= 1 (as minBatchesToRetain), not {min_versions_to_retain}")
+    parameters = {
+        "min_versions_to_retain": min_versions_to_retain,
+        "stores": stores_parameter(stores),
+        "keep_offsets_range": keep_offsets_range,
+    }
+    start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
     offset_ids = listings.offset_ids
     survey = _Survey(
         now=now,
@@ -131,30 +139,18 @@ def cleanup_plan_from_listings(
         retain=min_versions_to_retain,
         protect_from=offset_ids[0] if offset_ids and keep_offsets_range else None,
     )
-    chosen, unknown = select_stores(listings.stores, stores)
-    for store in chosen:
-        survey.add(store)
-    preconditions = (
-        query_stopped(listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds),
-        _committed_precondition(survey.committed),
-        stores_exist(unknown),
-        _provider_precondition(survey.refused),
-        precondition("retention", not survey.lost, "; ".join(survey.lost) or survey.retention_detail()),
-    )
-    deletes = tuple(survey.deletes + survey.temporaries)
-    return MaintenancePlan(
-        action=ACTION,
-        parameters={
-            "min_versions_to_retain": min_versions_to_retain,
-            "stores": sorted(stores) if stores is not None else None,
-            "keep_offsets_range": keep_offsets_range,
-            "quiet_seconds": quiet_seconds,
-        },
+    chosen, unknown = survey_stores(listings.stores, stores, survey.add)
+    deletes = survey.deletes + survey.temporaries
+    return start.finish(
         deletes=deletes,
-        preconditions=preconditions,
+        preconditions=(
+            _committed_precondition(survey.committed),
+            stores_exist(unknown),
+            _provider_precondition(survey.refused),
+            precondition_unless("retention", survey.lost, survey.retention_detail()),
+        ),
         summary=_summary(survey, deletes, stores_chosen=len(chosen)),
-        planned_at=now,
-        notes=tuple(survey.notes),
+        notes=survey.notes,
     )
 
 
@@ -244,9 +240,7 @@ class _Survey:
     def _delete(self, directory: str, name: str, entries: Mapping[str, FileInfo], reason: str) -> None:
         """Plan the deletion of ``name``, its sidecars first."""
         target = self.temporaries if is_temporary_name(name) else self.deletes
-        for sidecar in sidecars_of(name, entries):
-            target.append(PlannedDelete(join(directory, sidecar), entries[sidecar].size, f"sidecar of {name}"))
-        target.append(PlannedDelete(join(directory, name), entries[name].size, reason))
+        target += delete_with_sidecars(directory, name, entries, reason, sidecar_reason=f"sidecar of {name}")
 
     def _add_temporaries(self, directory: str, entries: Mapping[str, FileInfo]) -> None:
         for name, info in sorted(entries.items()):
@@ -320,7 +314,7 @@ def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen
         freed = sum(d.size for d in deletes)
         return f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, freeing {freed} bytes"
     if not stores_chosen:
-        return "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
+        return NO_STATE_STORE
     if len(survey.refused) == stores_chosen:
         return "nothing to do: every store is RocksDB in checkpoint format 2, which Spark's RocksDB provider cleans"
     return explain_nothing_to_clean(

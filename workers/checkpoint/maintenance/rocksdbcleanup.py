@@ -32,8 +32,7 @@ from ..rocksdbstate import (
 )
 from ..storage import FileInfo
 from .plan import PlannedDelete
-from .sidecars import sidecars_of
-from .statestores import join
+from .planning import delete_with_sidecars, join
 
 # A zip's metadata by the zip's path, as the caller read it (None: unreadable).
 ZipMetadata = Mapping[str, RocksDBCheckpointMetadata | None]
@@ -115,9 +114,7 @@ def _delete_each(
     result: RocksDBStoreCleanup, directory: str, names: Sequence[str], entries: Mapping[str, FileInfo], reason: str
 ) -> None:
     for name in names:
-        for sidecar in sidecars_of(name, entries):
-            result.deletes.append(PlannedDelete(join(directory, sidecar), entries[sidecar].size, f"sidecar of {name}"))
-        result.deletes.append(PlannedDelete(join(directory, name), entries[name].size, reason))
+        result.deletes += delete_with_sidecars(directory, name, entries, reason, sidecar_reason=f"sidecar of {name}")
 
 
 def _check_retention(
