@@ -130,15 +130,7 @@ def cleanup_plan_from_listings(
         "keep_offsets_range": keep_offsets_range,
     }
     start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
-    offset_ids = listings.offset_ids
-    survey = _Survey(
-        now=now,
-        listings=listings,
-        zip_metadata=zip_metadata or {},
-        committed=committed_state_version(listings.commit_ids),
-        retain=min_versions_to_retain,
-        protect_from=offset_ids[0] if offset_ids and keep_offsets_range else None,
-    )
+    survey = _Survey.of_request(listings, zip_metadata, now, min_versions_to_retain, keep_offsets_range)
     chosen, unknown = survey_stores(listings.stores, stores, survey.add)
     deletes = survey.deletes + survey.temporaries
     return start.finish(
@@ -171,6 +163,26 @@ class _Survey:
     lost: list[str] = field(default_factory=list)
     checked_versions: int = 0
     oldest_version: int | None = None
+
+    @classmethod
+    def of_request(
+        cls,
+        listings: StateListings,
+        zip_metadata: ZipMetadata | None,
+        now: float,
+        min_versions_to_retain: int,
+        keep_offsets_range: bool,
+    ) -> _Survey:
+        """An empty survey with what the request keeps: the newest committed version and the batches in offsets/."""
+        offset_ids = listings.offset_ids
+        return cls(
+            now=now,
+            listings=listings,
+            zip_metadata=zip_metadata or {},
+            committed=committed_state_version(listings.commit_ids),
+            retain=min_versions_to_retain,
+            protect_from=offset_ids[0] if offset_ids and keep_offsets_range else None,
+        )
 
     def add(self, store: StateStoreDir) -> None:
         provider = detect_provider(store.files)

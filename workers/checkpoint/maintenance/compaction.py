@@ -98,6 +98,7 @@ def plan_compaction(
     listing = log_storage.list_dir(log_dir)
     offsets, commits = list_batch_logs(checkpoint_storage)
     common = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "quiet_seconds": quiet_seconds}
+    retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
     parts = []
     if compact:
         unreadable = _read_compaction_files(log_storage, log_dir, listing, kind, compact_interval)
@@ -108,28 +109,14 @@ def plan_compaction(
         )
     if expire:
         needed_from = _source_needed_from(checkpoint_storage, log_dir, offsets, commits) if kind == "source" else None
+        written = _written_files(parts, now)
         parts.append(
             expiry_plan_from_listings(
-                [*listing, *_written_files(parts, now)],
-                offsets,
-                commits,
-                min_batches_to_retain=min_batches_to_retain,
-                cleanup_delay_seconds=cleanup_delay_seconds,
-                source_needed_from=needed_from,
-                now=now,
-                **common,
+                [*listing, *written], offsets, commits, source_needed_from=needed_from, now=now, **common, **retain
             )
         )
-    parameters = {
-        **common,
-        "retention_ms": retention_ms,
-        "min_batches_to_retain": min_batches_to_retain,
-        "cleanup_delay_seconds": cleanup_delay_seconds,
-        "compact": compact,
-        "expire": expire,
-        "log_url": log_storage.url,
-    }
-    return merge_plans(parts, parameters=parameters, now=now)
+    parameters = {**common, "retention_ms": retention_ms, **retain, "compact": compact, "expire": expire}
+    return merge_plans(parts, parameters={**parameters, "log_url": log_storage.url}, now=now)
 
 
 def _written_files(parts: Iterable[MaintenancePlan], now: float) -> list[FileInfo]:
@@ -229,38 +216,19 @@ def expiry_plan_from_listings(
     _check_kind(kind)
     if min_batches_to_retain < 1:
         raise ValueError(f"min_batches_to_retain must be at least 1, got {min_batches_to_retain}")
-    parameters = {
-        "log_dir": log_dir,
-        "kind": kind,
-        "compact_interval": compact_interval,
-        "min_batches_to_retain": min_batches_to_retain,
-        "cleanup_delay_seconds": cleanup_delay_seconds,
-    }
+    retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
+    parameters = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, **retain}
     start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     batches = _log_batches(log_listing)
     if not batches:
         return start.nothing_to_do(f"nothing to expire: {log_dir or 'the log'} has no batch file")
     interval = derive_compact_interval(_compact_ids(log_listing), compact_interval)
-    expired = plan_expired_files(
-        max(batches),
-        interval=interval,
-        min_batches_to_retain=min_batches_to_retain,
-        files=log_listing,
-        now=now,
-        cleanup_delay_seconds=cleanup_delay_seconds,
-    )
+    expired = plan_expired_files(max(batches), interval=interval, files=log_listing, now=now, **retain)
     deletes = _expiry_deletes(log_dir, log_listing, expired)
     return start.finish(
         deletes=deletes,
         preconditions=(_expiry_retention(log_listing, expired, compact_interval, source_needed_from),),
-        summary=_expiry_summary(
-            log_dir,
-            deletes,
-            batches,
-            interval=interval,
-            min_batches_to_retain=min_batches_to_retain,
-            cleanup_delay_seconds=cleanup_delay_seconds,
-        ),
+        summary=_expiry_summary(log_dir, deletes, batches, interval=interval, **retain),
         notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
     )
 
