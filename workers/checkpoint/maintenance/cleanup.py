@@ -42,7 +42,7 @@ from ..stateinventory import (
 )
 from ..storage import CheckpointStorage, FileInfo
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
+from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition
 from .planning import delete_with_sidecars, join, precondition_unless, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
 from .rocksdbcleanup import RocksDBStoreListing, ZipMetadata, plan_rocksdb_store_cleanup
@@ -52,10 +52,12 @@ from .statestores import (
     committed_state_version,
     list_state_listings,
     loadable_versions,
+    providers_supported,
     select_stores,
     stores_exist,
     stores_parameter,
     survey_stores,
+    version_committed,
 )
 
 ACTION = "cleanup"
@@ -301,23 +303,18 @@ def _every_state_file(files: Sequence[StateFileInfo]) -> list[HdfsStateFile]:
 
 
 def _committed_precondition(committed: int | None) -> Precondition:
-    if committed is None:
-        return precondition("version-committed", False, "no batch is committed: nothing is known to be retained")
-    return precondition(
-        "version-committed", True, f"batch {committed - 1} is committed: it wrote state version {committed}"
+    return version_committed(
+        committed, none_committed="nothing is known to be retained", final=f"it wrote state version {committed}"
     )
 
 
 def _provider_precondition(refused: Sequence[str]) -> Precondition:
-    if refused:
-        return precondition(
-            "supported-provider",
-            False,
-            "cleanup of RocksDB stores in checkpoint format 2 (<version>_<uuid> files) is not supported: "
-            f"Spark's RocksDB provider cleans them (deleteOldVersions) ({', '.join(refused)})",
-        )
-    return precondition(
-        "supported-provider", True, "every chosen store is HDFS-backed or RocksDB in checkpoint format 1"
+    return providers_supported(
+        "supported-provider",
+        refused,
+        "cleanup of RocksDB stores in checkpoint format 2 (<version>_<uuid> files) is not supported: "
+        "Spark's RocksDB provider cleans them (deleteOldVersions)",
+        "every chosen store is HDFS-backed or RocksDB in checkpoint format 1",
     )
 
 

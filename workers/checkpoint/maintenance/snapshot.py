@@ -47,10 +47,12 @@ from .statestores import (
     StateListings,
     committed_state_version,
     list_state_listings,
+    providers_supported,
     read_state_conf,
     stores_exist,
     stores_parameter,
     survey_stores,
+    version_committed,
 )
 
 ACTION = "snapshot"
@@ -191,27 +193,27 @@ def _target_version(versions: Sequence[int], committed: int | None, version: int
 
 
 def _committed_precondition(committed: int | None, version: int | None) -> Precondition:
-    if committed is None:
-        return precondition("version-committed", False, "no batch is committed: there is no state version to snapshot")
-    if version is not None and not 0 < version <= committed:
-        return precondition(
-            "version-committed",
-            False,
-            f"version {version} is not one a committed batch wrote (1 to {committed}): a batch without a commit runs again on restart",
+    uncommitted = version is not None and committed is not None and not 0 < version <= committed
+    return version_committed(
+        committed,
+        none_committed="there is no state version to snapshot",
+        final=f"versions up to {committed} are final",
+        problem=(
+            f"version {version} is not one a committed batch wrote (1 to {committed}): "
+            "a batch without a commit runs again on restart"
         )
-    return precondition(
-        "version-committed", True, f"batch {committed - 1} is committed: versions up to {committed} are final"
+        if uncommitted
+        else None,
     )
 
 
 def _provider_precondition(rocksdb: Sequence[str]) -> Precondition:
-    if rocksdb:
-        return precondition(
-            "hdfs-provider",
-            False,
-            f"RocksDB snapshots are written by Spark's RocksDB provider; not supported ({', '.join(rocksdb)})",
-        )
-    return precondition("hdfs-provider", True, "every chosen store is HDFSBackedStateStoreProvider's")
+    return providers_supported(
+        "hdfs-provider",
+        rocksdb,
+        "RocksDB snapshots are written by Spark's RocksDB provider; not supported",
+        "every chosen store is HDFSBackedStateStoreProvider's",
+    )
 
 
 def _codec_precondition(conf: StateConf) -> Precondition:

@@ -110,6 +110,32 @@ def stores_exist(unknown: Sequence[str]) -> Precondition:
     return precondition("stores-exist", not unknown, detail)
 
 
+def version_committed(
+    committed: int | None, *, none_committed: str, final: str, problem: str | None = None
+) -> Precondition:
+    """ "version-committed": a batch is committed, so the state versions up to ``committed`` are final.
+
+    The detail is "no batch is committed: " and ``none_committed`` without one, ``problem`` when the
+    action found one with the version its request names, else "batch N is committed: " and ``final``.
+    """
+    if committed is None:
+        return precondition("version-committed", False, f"no batch is committed: {none_committed}")
+    if problem is not None:
+        return precondition("version-committed", False, problem)
+    return precondition("version-committed", True, f"batch {committed - 1} is committed: {final}")
+
+
+def providers_supported(name: str, refused: Sequence[str], why: str, fine: str) -> Precondition:
+    """``name``: every chosen store's provider (and format) is one the action handles.
+
+    ``refused`` are the paths of the stores it does not handle; the detail is then ``why`` followed
+    by them in parentheses, else ``fine``.
+    """
+    if refused:
+        return precondition(name, False, f"{why} ({', '.join(refused)})")
+    return precondition(name, True, fine)
+
+
 def loadable_versions(state_files: Sequence[HdfsStateFile]) -> set[int]:
     """The versions that files_for_version can rebuild completely, as loadMap would.
 
