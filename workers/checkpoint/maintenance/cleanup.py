@@ -321,7 +321,10 @@ def _provider_precondition(refused: Sequence[str]) -> Precondition:
 def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen: int) -> str:
     if deletes:
         freed = sum(d.size for d in deletes)
-        return f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, freeing {freed} bytes"
+        return (
+            f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, "
+            f"freeing {freed} bytes"
+        )
     if not stores_chosen:
         return NO_STATE_STORE
     if len(survey.refused) == stores_chosen:
@@ -343,7 +346,8 @@ def explain_nothing_to_clean(*, oldest: int | None, latest: int | None, retain: 
     on_disk = f"version {oldest}" if oldest >= latest else f"versions {oldest}–{latest}"
     if earliest > oldest:
         return (
-            f"nothing to do: versions {earliest}–{latest} are retained and load through the files from version {oldest}; "
+            f"nothing to do: versions {earliest}–{latest} are retained and load through the files "
+            f"from version {oldest}; "
             f"older files go once a snapshot (RocksDB: a zip) at or below version {earliest} exists"
         )
     if protect_from is not None and protect_from < kept_by_count:

@@ -283,7 +283,8 @@ def _expiry_retention(
             return precondition(
                 "retention",
                 False,
-                f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay",
+                f"the next run of the query reads source log batches from {needed_from} on: "
+                f"{', '.join(needed)} must stay",
             )
     shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
     return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
@@ -358,7 +359,10 @@ def compaction_target(listing: Sequence[FileInfo], compact_interval: int) -> tup
 
 
 def compaction_input_names(target: int, interval: int) -> list[str]:
-    """The files ``target.compact`` is built from, in order: getValidBatchesBeforeCompactionBatch, then plain ``target``."""
+    """The files ``target.compact`` is built from, in order.
+
+    Those of getValidBatchesBeforeCompactionBatch, then the plain file ``target``.
+    """
     before = [_batch_file_name(batch_id, interval) for batch_id in valid_batches_before_compaction(target, interval)]
     return [*before, str(target)]
 

@@ -178,7 +178,10 @@ def purge_limits(
 
 def _keep_reason(keep_batches: int, latest_committed: int) -> str:
     if keep_batches > latest_committed + 1:
-        return f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches up to {latest_committed}: all stay"
+        return (
+            f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches "
+            f"up to {latest_committed}: all stay"
+        )
     return f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"
 
 

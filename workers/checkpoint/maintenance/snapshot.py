@@ -167,7 +167,8 @@ class _Survey:
         name = f"{target}.snapshot"
         if f"{name}.crc" in names:
             self.stale.append(
-                f"{join(store.path, name)}.crc: an orphan checksum sidecar; Spark would check the new snapshot against it, delete it first"
+                f"{join(store.path, name)}.crc: an orphan checksum sidecar; "
+                "Spark would check the new snapshot against it, delete it first"
             )
             return
         base = f"snapshot {files[0].version}" if files[0].is_snapshot else "version 0"
@@ -223,7 +224,8 @@ def _codec_precondition(conf: StateConf) -> Precondition:
     return precondition(
         "codec",
         False,
-        f"spark.sql.streaming.stateStore.compression.codec is {conf.codec!r}: ckptweb writes only lz4 and zstd state files",
+        f"spark.sql.streaming.stateStore.compression.codec is {conf.codec!r}: "
+        "ckptweb writes only lz4 and zstd state files",
     )
 
 
@@ -231,7 +233,8 @@ def _summary(survey: _Survey, min_chain: int, *, stores_chosen: int, committed: 
     writes = survey.writes
     if writes:
         total = sum(len(w.inputs) for w in writes)
-        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {sum(w.estimated_bytes for w in writes)} bytes read)"
+        read = sum(w.estimated_bytes for w in writes)
+        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {read} bytes read)"
     if not stores_chosen:
         return NO_STATE_STORE
     if committed is None:
@@ -305,7 +308,7 @@ def replay_records(
                 state.pop(key, None)
         else:
             pairs = iter(_iter_run_fields(raw, run))
-            state.update(zip(pairs, pairs))
+            state.update(zip(pairs, pairs, strict=False))
         pos = run.end
 
 
