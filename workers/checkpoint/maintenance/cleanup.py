@@ -45,18 +45,22 @@ from ..stateinventory import (
 )
 from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
-from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
-from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
+from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition
+from .planning import delete_with_sidecars, join, precondition_unless, start_plan
+from .preconditions import DEFAULT_QUIET_SECONDS
 from .rocksdbcleanup import RocksDBStoreListing, ZipMetadata, plan_rocksdb_store_cleanup
-from .sidecars import sidecars_of
 from .statestores import (
+    NO_STATE_STORE,
     StateListings,
     committed_state_version,
-    join,
     list_state_listings,
     loadable_versions,
+    providers_supported,
     select_stores,
     stores_exist,
+    stores_parameter,
+    survey_stores,
+    version_committed,
 )
 
 ACTION = "cleanup"
@@ -125,39 +129,25 @@ def cleanup_plan_from_listings(
     """
     if min_versions_to_retain < 1:
         raise ValueError(f"min_versions_to_retain must be >= 1 (as minBatchesToRetain), not {min_versions_to_retain}")
-    offset_ids = listings.offset_ids
-    survey = _Survey(
-        now=now,
-        listings=listings,
-        zip_metadata=zip_metadata or {},
-        committed=committed_state_version(listings.commit_ids),
-        retain=min_versions_to_retain,
-        protect_from=offset_ids[0] if offset_ids and keep_offsets_range else None,
-    )
-    chosen, unknown = select_stores(listings.stores, stores)
-    for store in chosen:
-        survey.add(store)
-    preconditions = (
-        query_stopped(listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds),
-        _committed_precondition(survey.committed),
-        stores_exist(unknown),
-        _provider_precondition(survey.refused),
-        precondition("retention", not survey.lost, "; ".join(survey.lost) or survey.retention_detail()),
-    )
-    deletes = tuple(survey.deletes + survey.temporaries)
-    return MaintenancePlan(
-        action=ACTION,
-        parameters={
-            "min_versions_to_retain": min_versions_to_retain,
-            "stores": sorted(stores) if stores is not None else None,
-            "keep_offsets_range": keep_offsets_range,
-            "quiet_seconds": quiet_seconds,
-        },
+    parameters = {
+        "min_versions_to_retain": min_versions_to_retain,
+        "stores": stores_parameter(stores),
+        "keep_offsets_range": keep_offsets_range,
+    }
+    start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
+    survey = _Survey.of_request(listings, zip_metadata, now, min_versions_to_retain, keep_offsets_range)
+    chosen, unknown = survey_stores(listings.stores, stores, survey.add)
+    deletes = survey.deletes + survey.temporaries
+    return start.finish(
         deletes=deletes,
-        preconditions=preconditions,
+        preconditions=(
+            _committed_precondition(survey.committed),
+            stores_exist(unknown),
+            _provider_precondition(survey.refused),
+            precondition_unless("retention", survey.lost, survey.retention_detail()),
+        ),
         summary=_summary(survey, deletes, stores_chosen=len(chosen)),
-        planned_at=now,
-        notes=tuple(survey.notes),
+        notes=survey.notes,
     )
 
 
@@ -178,6 +168,26 @@ class _Survey:
     lost: list[str] = field(default_factory=list)
     checked_versions: int = 0
     oldest_version: int | None = None
+
+    @classmethod
+    def of_request(
+        cls,
+        listings: StateListings,
+        zip_metadata: ZipMetadata | None,
+        now: float,
+        min_versions_to_retain: int,
+        keep_offsets_range: bool,
+    ) -> _Survey:
+        """An empty survey with what the request keeps: the newest committed version and the batches in offsets/."""
+        offset_ids = listings.offset_ids
+        return cls(
+            now=now,
+            listings=listings,
+            zip_metadata=zip_metadata or {},
+            committed=committed_state_version(listings.commit_ids),
+            retain=min_versions_to_retain,
+            protect_from=offset_ids[0] if offset_ids and keep_offsets_range else None,
+        )
 
     def add(self, store: StateStoreDir) -> None:
         provider = detect_provider(store.files)
@@ -247,9 +257,7 @@ class _Survey:
     def _delete(self, directory: str, name: str, entries: Mapping[str, FileInfo], reason: str) -> None:
         """Plan the deletion of ``name``, its sidecars first."""
         target = self.temporaries if is_temporary_name(name) else self.deletes
-        for sidecar in sidecars_of(name, entries):
-            target.append(PlannedDelete(join(directory, sidecar), entries[sidecar].size, f"sidecar of {name}"))
-        target.append(PlannedDelete(join(directory, name), entries[name].size, reason))
+        target += delete_with_sidecars(directory, name, entries, reason, sidecar_reason=f"sidecar of {name}")
 
     def _add_temporaries(self, directory: str, entries: Mapping[str, FileInfo]) -> None:
         for name, info in sorted(entries.items()):
@@ -298,32 +306,30 @@ def _every_state_file(files: Sequence[StateFileInfo]) -> list[HdfsStateFile]:
 
 
 def _committed_precondition(committed: int | None) -> Precondition:
-    if committed is None:
-        return precondition("version-committed", False, "no batch is committed: nothing is known to be retained")
-    return precondition(
-        "version-committed", True, f"batch {committed - 1} is committed: it wrote state version {committed}"
+    return version_committed(
+        committed, none_committed="nothing is known to be retained", final=f"it wrote state version {committed}"
     )
 
 
 def _provider_precondition(refused: Sequence[str]) -> Precondition:
-    if refused:
-        return precondition(
-            "supported-provider",
-            False,
-            "cleanup of RocksDB stores in checkpoint format 2 (<version>_<uuid> files) is not supported: "
-            f"Spark's RocksDB provider cleans them (deleteOldVersions) ({', '.join(refused)})",
-        )
-    return precondition(
-        "supported-provider", True, "every chosen store is HDFS-backed or RocksDB in checkpoint format 1"
+    return providers_supported(
+        "supported-provider",
+        refused,
+        "cleanup of RocksDB stores in checkpoint format 2 (<version>_<uuid> files) is not supported: "
+        "Spark's RocksDB provider cleans them (deleteOldVersions)",
+        "every chosen store is HDFS-backed or RocksDB in checkpoint format 1",
     )
 
 
 def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen: int) -> str:
     if deletes:
         freed = sum(d.size for d in deletes)
-        return f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, freeing {freed} bytes"
+        return (
+            f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, "
+            f"freeing {freed} bytes"
+        )
     if not stores_chosen:
-        return "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
+        return NO_STATE_STORE
     if len(survey.refused) == stores_chosen:
         return "nothing to do: every store is RocksDB in checkpoint format 2, which Spark's RocksDB provider cleans"
     return explain_nothing_to_clean(
@@ -343,7 +349,8 @@ def explain_nothing_to_clean(*, oldest: int | None, latest: int | None, retain: 
     on_disk = f"version {oldest}" if oldest >= latest else f"versions {oldest}–{latest}"
     if earliest > oldest:
         return (
-            f"nothing to do: versions {earliest}–{latest} are retained and load through the files from version {oldest}; "
+            f"nothing to do: versions {earliest}–{latest} are retained and load through the files "
+            f"from version {oldest}; "
             f"older files go once a snapshot (RocksDB: a zip) at or below version {earliest} exists"
         )
     if protect_from is not None and protect_from < kept_by_count:

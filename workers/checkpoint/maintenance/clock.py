@@ -43,10 +43,14 @@ class StorageClock:
 
     def describe(self, where: str) -> str:
         if abs(self.offset) <= self.uncertainty:
-            return f"The clock of {where} agrees with this worker's (within {self.uncertainty:.1f} s, read by stamping a file)."
+            return (
+                f"The clock of {where} agrees with this worker's (within {self.uncertainty:.1f} s, "
+                "read by stamping a file)."
+            )
         direction = "ahead of" if self.offset > 0 else "behind"
         return (
-            f"The clock of {where} is {abs(self.offset):,.1f} s {direction} this worker's (± {self.uncertainty:.1f} s, read by "
+            f"The clock of {where} is {abs(self.offset):,.1f} s {direction} this worker's "
+            f"(± {self.uncertainty:.1f} s, read by "
             "stamping a file); file ages are measured on the storage's clock."
         )
 

@@ -49,14 +49,15 @@ from ..compactible import (
 )
 from ..errors import CheckpointError, CorruptFileError, UnsupportedVersionError
 from ..fileinfo import FileInfo
-from ..layout import COMMITS_DIR, COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
+from ..layout import COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
 from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
 from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
-from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
-from .sidecars import directory_uses_hadoop_crc, sidecars_of
+from .planning import delete_with_sidecars, join, list_batch_logs, start_plan
+from .preconditions import DEFAULT_QUIET_SECONDS
+from .sidecars import directory_uses_hadoop_crc
 
 ACTION = "compact"
 # spark.sql.streaming.minBatchesToRetain and file{Sink,Source}.log.cleanupDelay defaults.
@@ -96,46 +97,32 @@ def plan_compaction(
     """
     log_dir, kind = _resolve_log(log_storage, log_dir, kind)
     listing = log_storage.list_dir(log_dir)
-    offsets, commits = checkpoint_storage.list_dir(OFFSETS_DIR), checkpoint_storage.list_dir(COMMITS_DIR)
-    common = {
-        "log_dir": log_dir,
-        "kind": kind,
-        "compact_interval": compact_interval,
-        "now": now,
-        "quiet_seconds": quiet_seconds,
-    }
+    offsets, commits = list_batch_logs(checkpoint_storage)
+    common = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "quiet_seconds": quiet_seconds}
+    retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
     parts = []
     if compact:
         unreadable = _read_compaction_files(log_storage, log_dir, listing, kind, compact_interval)
         parts.append(
             compaction_plan_from_listings(
-                listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, **common
+                listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, now=now, **common
             )
         )
     if expire:
-        written = [FileInfo(w.path.rpartition("/")[2], w.estimated_bytes, now, False) for p in parts for w in p.writes]
         needed_from = _source_needed_from(checkpoint_storage, log_dir, offsets, commits) if kind == "source" else None
+        written = _written_files(parts, now)
         parts.append(
             expiry_plan_from_listings(
-                [*listing, *written],
-                offsets,
-                commits,
-                min_batches_to_retain=min_batches_to_retain,
-                cleanup_delay_seconds=cleanup_delay_seconds,
-                source_needed_from=needed_from,
-                **common,
+                [*listing, *written], offsets, commits, source_needed_from=needed_from, now=now, **common, **retain
             )
         )
-    parameters = {
-        **{key: value for key, value in common.items() if key != "now"},
-        "retention_ms": retention_ms,
-        "min_batches_to_retain": min_batches_to_retain,
-        "cleanup_delay_seconds": cleanup_delay_seconds,
-        "compact": compact,
-        "expire": expire,
-        "log_url": log_storage.url,
-    }
-    return merge_plans(parts, parameters=parameters, now=now)
+    parameters = {**common, "retention_ms": retention_ms, **retain, "compact": compact, "expire": expire}
+    return merge_plans(parts, parameters={**parameters, "log_url": log_storage.url}, now=now)
+
+
+def _written_files(parts: Iterable[MaintenancePlan], now: float) -> list[FileInfo]:
+    """The files the ``parts`` write, as the listing will show them once written (for the expiry part)."""
+    return [FileInfo(w.path.rpartition("/")[2], w.estimated_bytes, now, False) for p in parts for w in p.writes]
 
 
 def merge_plans(parts: Sequence[MaintenancePlan], *, parameters: Mapping[str, Any], now: float) -> MaintenancePlan:
@@ -197,11 +184,11 @@ def _read_compaction_files(
     result = {}
     if compact_name in files and files[compact_name].size <= MAX_LOG_FILE_BYTES:
         result[compact_name] = _unreadable_reason(
-            storage, _join(log_dir, compact_name), kind, (CorruptFileError, UnsupportedVersionError)
+            storage, join(log_dir, compact_name), kind, (CorruptFileError, UnsupportedVersionError)
         )
     for name in compaction_input_names(*target):
         if name in files:
-            result[name] = _unreadable_reason(storage, _join(log_dir, name), kind, (CheckpointError,))
+            result[name] = _unreadable_reason(storage, join(log_dir, name), kind, (CheckpointError,))
     return result
 
 
@@ -230,50 +217,19 @@ def expiry_plan_from_listings(
     _check_kind(kind)
     if min_batches_to_retain < 1:
         raise ValueError(f"min_batches_to_retain must be at least 1, got {min_batches_to_retain}")
-    parameters = {
-        "log_dir": log_dir,
-        "kind": kind,
-        "compact_interval": compact_interval,
-        "min_batches_to_retain": min_batches_to_retain,
-        "cleanup_delay_seconds": cleanup_delay_seconds,
-        "quiet_seconds": quiet_seconds,
-    }
-    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
+    retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
+    parameters = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, **retain}
+    start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     batches = _log_batches(log_listing)
     if not batches:
-        return MaintenancePlan(
-            ACTION,
-            parameters,
-            preconditions=(stopped,),
-            summary=f"nothing to expire: {log_dir or 'the log'} has no batch file",
-            planned_at=now,
-        )
+        return start.nothing_to_do(f"nothing to expire: {log_dir or 'the log'} has no batch file")
     interval = derive_compact_interval(_compact_ids(log_listing), compact_interval)
-    latest = max(batches)
-    expired = plan_expired_files(
-        latest,
-        interval=interval,
-        min_batches_to_retain=min_batches_to_retain,
-        files=log_listing,
-        now=now,
-        cleanup_delay_seconds=cleanup_delay_seconds,
-    )
+    expired = plan_expired_files(max(batches), interval=interval, files=log_listing, now=now, **retain)
     deletes = _expiry_deletes(log_dir, log_listing, expired)
-    retention = _expiry_retention(log_listing, expired, compact_interval, source_needed_from)
-    return MaintenancePlan(
-        ACTION,
-        parameters,
+    return start.finish(
         deletes=deletes,
-        preconditions=(stopped, retention),
-        summary=_expiry_summary(
-            log_dir,
-            deletes,
-            batches,
-            interval=interval,
-            min_batches_to_retain=min_batches_to_retain,
-            cleanup_delay_seconds=cleanup_delay_seconds,
-        ),
-        planned_at=now,
+        preconditions=(_expiry_retention(log_listing, expired, compact_interval, source_needed_from),),
+        summary=_expiry_summary(log_dir, deletes, batches, interval=interval, **retain),
         notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
     )
 
@@ -300,18 +256,12 @@ def _source_needed_from(
 
 
 def _expiry_deletes(log_dir: str, listing: Sequence[FileInfo], expired: Iterable[str]) -> tuple[PlannedDelete, ...]:
-    names = {info.name for info in listing}
-    sizes = {info.name: info.size for info in listing}
+    files = {info.name: info for info in listing}
     ordered = sorted(expired, key=lambda name: (parse_batch_id(name, compactible=True), name))
     deletes = []
     for name in ordered:
-        for sidecar in sidecars_of(name, names):
-            deletes.append(PlannedDelete(_join(log_dir, sidecar), sizes[sidecar], f"checksum of {name}"))
-        deletes.append(
-            PlannedDelete(
-                _join(log_dir, name), sizes[name], "older than the compaction the retained batches are read through"
-            )
-        )
+        reason = "older than the compaction the retained batches are read through"
+        deletes += delete_with_sidecars(log_dir, name, files, reason, sidecar_reason=f"checksum of {name}")
     return tuple(deletes)
 
 
@@ -334,7 +284,8 @@ def _expiry_retention(
             return precondition(
                 "retention",
                 False,
-                f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay",
+                f"the next run of the query reads source log batches from {needed_from} on: "
+                f"{', '.join(needed)} must stay",
             )
     shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
     return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
@@ -409,7 +360,10 @@ def compaction_target(listing: Sequence[FileInfo], compact_interval: int) -> tup
 
 
 def compaction_input_names(target: int, interval: int) -> list[str]:
-    """The files ``target.compact`` is built from, in order: getValidBatchesBeforeCompactionBatch, then plain ``target``."""
+    """The files ``target.compact`` is built from, in order.
+
+    Those of getValidBatchesBeforeCompactionBatch, then the plain file ``target``.
+    """
     before = [_batch_file_name(batch_id, interval) for batch_id in valid_batches_before_compaction(target, interval)]
     return [*before, str(target)]
 
@@ -436,64 +390,59 @@ def compaction_plan_from_listings(
     unreadable = unreadable or {}
     if retention_ms is not None and retention_ms < 0:
         raise ValueError(f"retention_ms must be >= 0, got {retention_ms}")
-    parameters = {
-        "log_dir": log_dir,
-        "kind": kind,
-        "compact_interval": compact_interval,
-        "retention_ms": retention_ms,
-        "quiet_seconds": quiet_seconds,
-    }
-    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
+    parameters = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "retention_ms": retention_ms}
+    start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     target = compaction_target(log_listing, compact_interval)
-    where = log_dir or "the log"
     if target is None:
-        return MaintenancePlan(
-            ACTION,
-            parameters,
-            preconditions=(stopped,),
-            summary=f"nothing to compact: {where} has no compaction batch yet (the first is batch {compact_interval - 1})",
-            planned_at=now,
+        first = compact_interval - 1
+        return start.nothing_to_do(
+            f"nothing to compact: {log_dir or 'the log'} has no compaction batch yet (the first is batch {first})"
         )
     batch_id, interval = target
     files = {info.name: info for info in log_listing if not info.is_dir}
     compact_name = f"{batch_id}{COMPACT_FILE_SUFFIX}"
     broken = unreadable.get(compact_name) if compact_name in files else None
     if compact_name in files and broken is None:
-        return MaintenancePlan(
-            ACTION,
-            parameters,
-            preconditions=(stopped,),
-            summary=f"nothing to compact: {_join(log_dir, compact_name)} is present and readable",
-            planned_at=now,
-        )
+        return start.nothing_to_do(f"nothing to compact: {join(log_dir, compact_name)} is present and readable")
     inputs = compaction_input_names(batch_id, interval)
-    write = PlannedWrite(
-        path=_join(log_dir, compact_name),
-        inputs=tuple(FileState(_join(log_dir, name), files[name].size) for name in inputs if name in files),
-        estimated_bytes=len(_HEADER) + sum(max(files[name].size - len(_HEADER), 0) for name in inputs if name in files),
+    write = _compaction_write(log_dir, files, inputs, target, broken)
+    return start.finish(
+        writes=(write,),
+        preconditions=(
+            _inputs_readable(log_dir, inputs, files, unreadable),
+            _interval_kept(log_listing, batch_id, interval, compact_interval),
+            *_replaces_unreadable(write, broken),
+        ),
+        summary=f"write {write.path} from {', '.join(inputs)} (about {write.estimated_bytes} bytes)",
+        notes=(f"batch {batch_id}'s own entries are taken from its plain file {join(log_dir, str(batch_id))}",),
+    )
+
+
+def _compaction_write(
+    log_dir: str, files: Mapping[str, FileInfo], inputs: Sequence[str], target: tuple[int, int], broken: str | None
+) -> PlannedWrite:
+    """The write of ``target``'s compaction file from the ``inputs`` present.
+
+    ``broken`` says why the existing compaction file cannot be read (None: there is none).
+    """
+    batch_id, interval = target
+    present = [name for name in inputs if name in files]
+    return PlannedWrite(
+        path=join(log_dir, f"{batch_id}{COMPACT_FILE_SUFFIX}"),
+        inputs=tuple(FileState(join(log_dir, name), files[name].size) for name in present),
+        estimated_bytes=len(_HEADER) + sum(max(files[name].size - len(_HEADER), 0) for name in present),
         reason=f"compaction batch {batch_id} (interval {interval}) "
         + ("has no compaction file" if broken is None else f"has an unreadable compaction file ({broken})"),
         overwrite=broken is not None,
         hadoop_crc=directory_uses_hadoop_crc(files),
     )
-    preconditions = [
-        stopped,
-        _inputs_readable(log_dir, inputs, files, unreadable),
-        _interval_kept(log_listing, batch_id, interval, compact_interval),
-    ]
-    if broken is not None:
-        preconditions.append(
-            precondition("replaces-unreadable-file", True, f"{write.path} cannot be read ({broken}) and is replaced")
-        )
-    return MaintenancePlan(
-        ACTION,
-        parameters,
-        writes=(write,),
-        preconditions=tuple(preconditions),
-        summary=f"write {write.path} from {', '.join(inputs)} (about {write.estimated_bytes} bytes)",
-        planned_at=now,
-        notes=(f"batch {batch_id}'s own entries are taken from its plain file {_join(log_dir, str(batch_id))}",),
-    )
+
+
+def _replaces_unreadable(write: PlannedWrite, broken: str | None) -> tuple[Precondition, ...]:
+    """The precondition an overwrite carries (always met), so that whoever confirms sees which file it replaces."""
+    if broken is None:
+        return ()
+    return (precondition("replaces-unreadable-file", True, f"{write.path} cannot be read ({broken}) and is replaced"),)
 
 
 def _inputs_readable(
@@ -502,9 +451,9 @@ def _inputs_readable(
     problems = []
     for name in inputs:
         if name not in files:
-            problems.append(f"{_join(log_dir, name)} is missing")
+            problems.append(f"{join(log_dir, name)} is missing")
         elif unreadable.get(name):
-            problems.append(f"{_join(log_dir, name)}: {unreadable[name]}")
+            problems.append(f"{join(log_dir, name)}: {unreadable[name]}")
     if problems:
         return precondition("inputs-readable", False, "cannot rebuild exactly: " + "; ".join(problems))
     return precondition("inputs-readable", True, f"all {len(inputs)} input files are present and readable")
@@ -596,7 +545,3 @@ def _batch_file_name(batch_id: int, interval: int) -> str:
 def _check_kind(kind: str) -> None:
     if kind not in ("source", "sink"):
         raise ValueError(f"kind must be 'source' or 'sink', got {kind!r}")
-
-
-def _join(directory: str, name: str) -> str:
-    return f"{directory}/{name}" if directory else name

@@ -44,7 +44,8 @@ def query_stopped(
         return precondition(
             "query-stopped",
             False,
-            f"{directory}/{newest.name} is dated {-idle:.0f} s after the storage's clock: the clock that stamped it is off, "
+            f"{directory}/{newest.name} is dated {-idle:.0f} s after the storage's clock: "
+            "the clock that stamped it is off, "
             "so the time since the last batch is unknown; make sure the query is stopped",
         )
     if idle >= quiet_seconds:
@@ -54,5 +55,6 @@ def query_stopped(
     return precondition(
         "query-stopped",
         False,
-        f"a batch was written {max(idle, 0):.0f} s ago; wait until the query has been idle for {quiet_seconds:.0f} s or stop it",
+        f"a batch was written {max(idle, 0):.0f} s ago; "
+        f"wait until the query has been idle for {quiet_seconds:.0f} s or stop it",
     )

@@ -31,8 +31,8 @@ from ..stateinventory import StateStoreDir, detect_provider, list_state_store_di
 from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
-from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
-from .sidecars import sidecars_of
+from .planning import delete_with_sidecars, list_batch_logs, start_plan
+from .preconditions import DEFAULT_QUIET_SECONDS
 
 ACTION = "purge"
 # spark.sql.streaming.minBatchesToRetain default.
@@ -60,9 +60,10 @@ def plan_purge(
     quiet_seconds: float = DEFAULT_QUIET_SECONDS,
 ) -> MaintenancePlan:
     """Plan the purge of ``storage``'s offsets and commits (one LIST per log, the state tree's LISTs)."""
+    offsets, commits = list_batch_logs(storage)
     return purge_plan_from_listings(
-        storage.list_dir(OFFSETS_DIR),
-        storage.list_dir(COMMITS_DIR),
+        offsets,
+        commits,
         oldest_state_version=oldest_state_version(list_state_store_dirs(storage)),
         keep_batches=keep_batches,
         before_batch=before_batch,
@@ -101,21 +102,12 @@ def purge_plan_from_listings(
     quiet_seconds: float = DEFAULT_QUIET_SECONDS,
 ) -> MaintenancePlan:
     """The pure core of ``plan_purge``: the listings of ``offsets/`` and ``commits/`` and the state."""
-    if keep_batches < 1:
-        raise ValueError(f"keep_batches must be at least 1 (the latest committed batch), got {keep_batches}")
-    if before_batch is not None and before_batch < 0:
-        raise ValueError(f"before_batch must be a batch id (>= 0), got {before_batch}")
-    parameters = {"keep_batches": keep_batches, "before_batch": before_batch, "quiet_seconds": quiet_seconds}
-    stopped = query_stopped(offsets, commits, now=now, quiet_seconds=quiet_seconds)
+    _check_arguments(keep_batches, before_batch)
+    parameters = {"keep_batches": keep_batches, "before_batch": before_batch}
+    start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     logs = {OFFSETS_DIR: _batch_files(offsets), COMMITS_DIR: _batch_files(commits)}
     if not logs[COMMITS_DIR]:
-        return MaintenancePlan(
-            ACTION,
-            parameters,
-            preconditions=(stopped,),
-            summary="nothing to purge: no batch is committed yet",
-            planned_at=now,
-        )
+        return start.nothing_to_do("nothing to purge: no batch is committed yet")
     latest_committed = max(logs[COMMITS_DIR])
     latest_offsets = max(logs[OFFSETS_DIR], default=latest_committed)
     limits = purge_limits(
@@ -128,21 +120,19 @@ def purge_plan_from_listings(
     binding = min(limits, key=lambda limit: limit.threshold)
     deletes = _deletes(logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, binding.threshold)
     required = _required_from(latest_committed, latest_offsets, oldest_state_version)
-    preconditions = (
-        stopped,
-        _retention(logs, deletes, latest_committed, required),
-        _contiguity(logs, deletes),
-    )
-    notes = tuple(f"threshold {limit.threshold}: {limit.reason}" for limit in limits)
-    return MaintenancePlan(
-        ACTION,
-        parameters,
+    return start.finish(
         deletes=deletes,
-        preconditions=preconditions,
+        preconditions=(_retention(logs, deletes, latest_committed, required), _contiguity(logs, deletes)),
         summary=_summary(logs, deletes, binding, limits, keep_batches=keep_batches, latest_committed=latest_committed),
-        planned_at=now,
-        notes=notes,
+        notes=[f"threshold {limit.threshold}: {limit.reason}" for limit in limits],
     )
+
+
+def _check_arguments(keep_batches: int, before_batch: int | None) -> None:
+    if keep_batches < 1:
+        raise ValueError(f"keep_batches must be at least 1 (the latest committed batch), got {keep_batches}")
+    if before_batch is not None and before_batch < 0:
+        raise ValueError(f"before_batch must be a batch id (>= 0), got {before_batch}")
 
 
 def _batch_files(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
@@ -189,7 +179,10 @@ def purge_limits(
 
 def _keep_reason(keep_batches: int, latest_committed: int) -> str:
     if keep_batches > latest_committed + 1:
-        return f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches up to {latest_committed}: all stay"
+        return (
+            f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches "
+            f"up to {latest_committed}: all stay"
+        )
     return f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"
 
 
@@ -227,19 +220,16 @@ def _deletes(
     logs: dict[str, dict[int, FileInfo]], listings: dict[str, Sequence[FileInfo]], threshold: int
 ) -> tuple[PlannedDelete, ...]:
     """Oldest batch first; per batch its offsets file, then its commit, each after its sidecars."""
-    names = {log: {info.name for info in listing} for log, listing in listings.items()}
-    sizes = {log: {info.name: info.size for info in listing} for log, listing in listings.items()}
-    doomed = sorted({batch_id for files in logs.values() for batch_id in files if batch_id < threshold})
+    files = {log: {info.name: info for info in listing} for log, listing in listings.items()}
+    doomed = sorted({batch_id for batch_ids in logs.values() for batch_id in batch_ids if batch_id < threshold})
     deletes = []
     for batch_id in doomed:
         for log in (OFFSETS_DIR, COMMITS_DIR):
             info = logs[log].get(batch_id)
-            if info is None:
-                continue
-            reason = f"batch {batch_id} is below the purge threshold {threshold}"
-            for sidecar in sidecars_of(info.name, names[log]):
-                deletes.append(PlannedDelete(f"{log}/{sidecar}", sizes[log][sidecar], f"checksum of {log}/{info.name}"))
-            deletes.append(PlannedDelete(f"{log}/{info.name}", info.size, reason))
+            if info is not None:
+                reason = f"batch {batch_id} is below the purge threshold {threshold}"
+                checksum = f"checksum of {log}/{info.name}"
+                deletes += delete_with_sidecars(log, info.name, files[log], reason, sidecar_reason=checksum)
     return tuple(deletes)
 
 

@@ -27,8 +27,7 @@ from ..rocksdbfiles import LOG_DIR, SST_DIR, RocksDBStoreFiles, RocksDBVersionFi
 from ..rocksdbloadchain import resolve_load_chain
 from ..rocksdbzip import RocksDBCheckpointMetadata
 from .plan import PlannedDelete
-from .sidecars import sidecars_of
-from .statestores import join
+from .planning import delete_with_sidecars, join
 
 # A zip's metadata by the zip's path, as the caller read it (None: unreadable).
 ZipMetadata = Mapping[str, RocksDBCheckpointMetadata | None]
@@ -110,9 +109,7 @@ def _delete_each(
     result: RocksDBStoreCleanup, directory: str, names: Sequence[str], entries: Mapping[str, FileInfo], reason: str
 ) -> None:
     for name in names:
-        for sidecar in sidecars_of(name, entries):
-            result.deletes.append(PlannedDelete(join(directory, sidecar), entries[sidecar].size, f"sidecar of {name}"))
-        result.deletes.append(PlannedDelete(join(directory, name), entries[name].size, reason))
+        result.deletes += delete_with_sidecars(directory, name, entries, reason, sidecar_reason=f"sidecar of {name}")
 
 
 def _check_retention(

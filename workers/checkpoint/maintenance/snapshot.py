@@ -39,16 +39,20 @@ from ..statesummary import StateConf
 from ..storage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedWrite, Precondition, precondition
-from .preconditions import DEFAULT_QUIET_SECONDS, query_stopped
+from .planning import join, precondition_unless, start_plan
+from .preconditions import DEFAULT_QUIET_SECONDS
 from .sidecars import directory_uses_hadoop_crc
 from .statestores import (
+    NO_STATE_STORE,
     StateListings,
     committed_state_version,
-    join,
     list_state_listings,
+    providers_supported,
     read_state_conf,
-    select_stores,
     stores_exist,
+    stores_parameter,
+    survey_stores,
+    version_committed,
 )
 
 ACTION = "snapshot"
@@ -97,44 +101,32 @@ def snapshot_plan_from_listings(
     """
     if min_chain < 0:
         raise ValueError(f"min_chain must be >= 0, not {min_chain}")
+    parameters = {"min_chain": min_chain, "stores": stores_parameter(stores), "version": version}
+    start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
     committed = committed_state_version(listings.commit_ids)
-    chosen, unknown = select_stores(listings.stores, stores)
-    survey = _Survey()
-    for store in chosen:
-        survey.add(store, committed, version, min_chain)
-    preconditions = (
-        query_stopped(listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds),
-        _committed_precondition(committed, version),
-        stores_exist(unknown),
-        _provider_precondition(survey.rocksdb),
-        _codec_precondition(conf),
-        precondition(
-            "inputs-complete", not survey.broken, "; ".join(survey.broken) or "every chain to replay is complete"
+    survey = _Survey(committed, version, min_chain)
+    chosen, unknown = survey_stores(listings.stores, stores, survey.add)
+    return start.finish(
+        writes=survey.writes,
+        preconditions=(
+            _committed_precondition(committed, version),
+            stores_exist(unknown),
+            _provider_precondition(survey.rocksdb),
+            _codec_precondition(conf),
+            precondition_unless("inputs-complete", survey.broken, "every chain to replay is complete"),
+            precondition_unless("no-stale-checksum", survey.stale, "no checksum sidecar waits for a snapshot"),
         ),
-        precondition(
-            "no-stale-checksum", not survey.stale, "; ".join(survey.stale) or "no checksum sidecar waits for a snapshot"
-        ),
-    )
-    return MaintenancePlan(
-        action=ACTION,
-        parameters={
-            "min_chain": min_chain,
-            "stores": sorted(stores) if stores is not None else None,
-            "version": version,
-            "quiet_seconds": quiet_seconds,
-        },
-        writes=tuple(survey.writes),
-        preconditions=preconditions,
         summary=_summary(survey, min_chain, stores_chosen=len(chosen), committed=committed),
-        planned_at=now,
-        notes=tuple(survey.notes),
+        notes=survey.notes,
     )
 
 
 class _Survey:
     """The stores looked at: the snapshots to write and every reason a store was left out."""
 
-    def __init__(self) -> None:
+    def __init__(self, committed: int | None, version: int | None, min_chain: int) -> None:
+        # The newest version a committed batch wrote, the version asked for, the longest chain left alone.
+        self.committed, self.version, self.min_chain = committed, version, min_chain
         self.writes: list[PlannedWrite] = []
         self.notes: list[str] = []
         self.rocksdb: list[str] = []
@@ -143,13 +135,13 @@ class _Survey:
         # (deltas replayed at the target version, store path, version) of every HDFS store measured.
         self.chains: list[tuple[int, str, int]] = []
 
-    def add(self, store: StateStoreDir, committed: int | None, version: int | None, min_chain: int) -> None:
+    def add(self, store: StateStoreDir) -> None:
         provider = detect_provider(store.files)
         if provider == "rocksdb":
             self.rocksdb.append(store.path)
             return
         state_files, _ = parse_hdfs_state_files(store.files)
-        target = _target_version([f.version for f in state_files], committed, version)
+        target = _target_version([f.version for f in state_files], self.committed, self.version)
         if provider != "hdfs" or target is None:
             self.notes.append(f"{store.path}: no state version written by a committed batch")
             return
@@ -163,9 +155,9 @@ class _Survey:
         if files[0].version == target:
             self.notes.append(f"{store.path}: version {target} already has a snapshot")
             return
-        if len(deltas) <= min_chain:
+        if len(deltas) <= self.min_chain:
             self.notes.append(
-                f"{store.path}: version {target} replays {len(deltas)} deltas (not more than {min_chain})"
+                f"{store.path}: version {target} replays {len(deltas)} deltas (not more than {self.min_chain})"
             )
             return
         self._plan_write(store, files, target, len(deltas))
@@ -175,7 +167,8 @@ class _Survey:
         name = f"{target}.snapshot"
         if f"{name}.crc" in names:
             self.stale.append(
-                f"{join(store.path, name)}.crc: an orphan checksum sidecar; Spark would check the new snapshot against it, delete it first"
+                f"{join(store.path, name)}.crc: an orphan checksum sidecar; "
+                "Spark would check the new snapshot against it, delete it first"
             )
             return
         base = f"snapshot {files[0].version}" if files[0].is_snapshot else "version 0"
@@ -201,27 +194,27 @@ def _target_version(versions: Sequence[int], committed: int | None, version: int
 
 
 def _committed_precondition(committed: int | None, version: int | None) -> Precondition:
-    if committed is None:
-        return precondition("version-committed", False, "no batch is committed: there is no state version to snapshot")
-    if version is not None and not 0 < version <= committed:
-        return precondition(
-            "version-committed",
-            False,
-            f"version {version} is not one a committed batch wrote (1 to {committed}): a batch without a commit runs again on restart",
+    uncommitted = version is not None and committed is not None and not 0 < version <= committed
+    return version_committed(
+        committed,
+        none_committed="there is no state version to snapshot",
+        final=f"versions up to {committed} are final",
+        problem=(
+            f"version {version} is not one a committed batch wrote (1 to {committed}): "
+            "a batch without a commit runs again on restart"
         )
-    return precondition(
-        "version-committed", True, f"batch {committed - 1} is committed: versions up to {committed} are final"
+        if uncommitted
+        else None,
     )
 
 
 def _provider_precondition(rocksdb: Sequence[str]) -> Precondition:
-    if rocksdb:
-        return precondition(
-            "hdfs-provider",
-            False,
-            f"RocksDB snapshots are written by Spark's RocksDB provider; not supported ({', '.join(rocksdb)})",
-        )
-    return precondition("hdfs-provider", True, "every chosen store is HDFSBackedStateStoreProvider's")
+    return providers_supported(
+        "hdfs-provider",
+        rocksdb,
+        "RocksDB snapshots are written by Spark's RocksDB provider; not supported",
+        "every chosen store is HDFSBackedStateStoreProvider's",
+    )
 
 
 def _codec_precondition(conf: StateConf) -> Precondition:
@@ -231,7 +224,8 @@ def _codec_precondition(conf: StateConf) -> Precondition:
     return precondition(
         "codec",
         False,
-        f"spark.sql.streaming.stateStore.compression.codec is {conf.codec!r}: ckptweb writes only lz4 and zstd state files",
+        f"spark.sql.streaming.stateStore.compression.codec is {conf.codec!r}: "
+        "ckptweb writes only lz4 and zstd state files",
     )
 
 
@@ -239,9 +233,10 @@ def _summary(survey: _Survey, min_chain: int, *, stores_chosen: int, committed: 
     writes = survey.writes
     if writes:
         total = sum(len(w.inputs) for w in writes)
-        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {sum(w.estimated_bytes for w in writes)} bytes read)"
+        read = sum(w.estimated_bytes for w in writes)
+        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {read} bytes read)"
     if not stores_chosen:
-        return "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
+        return NO_STATE_STORE
     if committed is None:
         return "nothing to do: no batch is committed, so no state version is final"
     if len(survey.rocksdb) == stores_chosen:
@@ -313,7 +308,7 @@ def replay_records(
                 state.pop(key, None)
         else:
             pairs = iter(_iter_run_fields(raw, run))
-            state.update(zip(pairs, pairs))
+            state.update(zip(pairs, pairs, strict=False))
         pos = run.end
 
 

@@ -11,16 +11,20 @@ modification times), plus the state settings Spark pins in the newest offsets fi
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ..fileinfo import FileInfo
 from ..inventory import TreeListing, list_tree
-from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
+from ..layout import OFFSETS_DIR, parse_batch_id
 from ..stateinventory import STATE_DIR, HdfsStateFile, StateStoreDir, list_state_store_dirs
 from ..statesummary import StateConf, latest_state_conf
 from ..storage import CheckpointStorage
 from .plan import Precondition, precondition
+from .planning import list_batch_logs
+
+# What a state action's plan says when it finds no store to act on.
+NO_STATE_STORE = "nothing to do: no state store (the query keeps no state, or the chosen stores do not exist)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +54,7 @@ class StateListings:
 
 def list_state_listings(storage: CheckpointStorage) -> StateListings:
     """List ``offsets/``, ``commits/`` and every directory below ``state/`` (one LIST each)."""
-    return StateListings(
-        tuple(storage.list_dir(OFFSETS_DIR)), tuple(storage.list_dir(COMMITS_DIR)), list_tree(storage, STATE_DIR)
-    )
+    return StateListings(*list_batch_logs(storage), list_tree(storage, STATE_DIR))
 
 
 def read_state_conf(storage: CheckpointStorage, offset_ids: Sequence[int] | None = None) -> StateConf:
@@ -87,10 +89,52 @@ def select_stores(
     return chosen, sorted(wanted - {store.path for store in chosen})
 
 
+def survey_stores(
+    stores: Sequence[StateStoreDir], paths: Collection[str] | None, survey: Callable[[StateStoreDir], None]
+) -> tuple[list[StateStoreDir], list[str]]:
+    """Choose the stores ``paths`` names (``select_stores``) and hand each to ``survey``, the action's
+    own look at a store; the chosen stores and the requested paths that name no store."""
+    chosen, unknown = select_stores(stores, paths)
+    for store in chosen:
+        survey(store)
+    return chosen, unknown
+
+
+def stores_parameter(paths: Collection[str] | None) -> list[str] | None:
+    """The requested store paths as a plan's parameters record them (sorted; None: every store)."""
+    return sorted(paths) if paths is not None else None
+
+
 def stores_exist(unknown: Sequence[str]) -> Precondition:
     """ "stores-exist": every store path the request names is a state store of the checkpoint."""
     detail = f"no such state store: {', '.join(unknown)}" if unknown else "every requested store exists"
     return precondition("stores-exist", not unknown, detail)
+
+
+def version_committed(
+    committed: int | None, *, none_committed: str, final: str, problem: str | None = None
+) -> Precondition:
+    """ "version-committed": a batch is committed, so the state versions up to ``committed`` are final.
+
+    The detail is "no batch is committed: " and ``none_committed`` without one, ``problem`` when the
+    action found one with the version its request names, else "batch N is committed: " and ``final``.
+    """
+    if committed is None:
+        return precondition("version-committed", False, f"no batch is committed: {none_committed}")
+    if problem is not None:
+        return precondition("version-committed", False, problem)
+    return precondition("version-committed", True, f"batch {committed - 1} is committed: {final}")
+
+
+def providers_supported(name: str, refused: Sequence[str], why: str, fine: str) -> Precondition:
+    """``name``: every chosen store's provider (and format) is one the action handles.
+
+    ``refused`` are the paths of the stores it does not handle; the detail is then ``why`` followed
+    by them in parentheses, else ``fine``.
+    """
+    if refused:
+        return precondition(name, False, f"{why} ({', '.join(refused)})")
+    return precondition(name, True, fine)
 
 
 def loadable_versions(state_files: Sequence[HdfsStateFile]) -> set[int]:
@@ -107,7 +151,3 @@ def loadable_versions(state_files: Sequence[HdfsStateFile]) -> set[int]:
         if previous_loads:
             loadable.add(version)
     return loadable
-
-
-def join(directory: str, name: str) -> str:
-    return f"{directory}/{name}" if directory else name
