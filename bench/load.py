@@ -245,7 +245,7 @@ def _sync_gaps(since, until, interval: int) -> None:
             .values_list("started_at", flat=True)
         )
         edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
     late = sum(1 for gap in gaps if gap > interval * 1.5)
     runs = SyncRun.objects.filter(started_at__gte=since, started_at__lte=until)
     durations = runs.exclude(finished_at__isnull=True).aggregate(first=Min("started_at"), last=Max("finished_at"))

@@ -183,7 +183,7 @@ def _print_sync_gaps(since: datetime, until: datetime, interval: int) -> None:
             .values_list("started_at", flat=True)
         )
         edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
     runs = SyncRun.objects.filter(started_at__range=(since, until))
     print(
         f"sync runs: {runs.count()} ({runs.exclude(status__in=['ok', 'partial']).count()} not ok); "

@@ -104,7 +104,7 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     if before is not None and len(chain) <= MAX_MARKS_PER_KIND:
         chain.insert(0, before)
     starts = []
-    for previous, run in zip(chain, chain[1:]):
+    for previous, run in zip(chain, chain[1:], strict=False):
         first = _first_batch_of(checkpoint, run["pk"], from_batch=previous["last_batch_id"])
         if first is not None and window.has_batch(first["batch_id"]):
             starts.append(
