@@ -146,7 +146,7 @@ def _paths(page: str, checkpoint_ids: list[int], *, batches: int, list_pages: in
         "timeline": "/checkpoints/{}/charts/timeline.json",
         "health": "/checkpoints/{}/panels/health/",
         "api-batches": "/api/v1/checkpoints/{}/batches/",
-        "api-progress": "/api/v1/checkpoints/{}/progress/?from=%d&to=%d" % (batches // 4, batches * 3 // 4),
+        "api-progress": f"/api/v1/checkpoints/{{}}/progress/?from={batches // 4}&to={batches * 3 // 4}",
     }
     if page == "list":
         return [f"/?page={number}" for number in range(1, list_pages + 1)]

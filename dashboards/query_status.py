@@ -89,6 +89,9 @@ class Thresholds:
         )
 
 
+DEFAULT_THRESHOLDS = Thresholds()
+
+
 @dataclass(frozen=True, slots=True)
 class StatusFacts:
     """What the sync stored about one checkpoint; durations in seconds, rates in rows per second."""
@@ -145,7 +148,7 @@ class QueryStatus:
         return self.conditions[1:]
 
 
-def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = Thresholds()) -> QueryStatus:
+def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> QueryStatus:
     """Return the status of one query: every condition that holds, the first of them in front."""
     # A disabled checkpoint's figures stopped moving with its sync: judging them against the
     # clock (stopped, stalled, behind) would only describe ckptweb, not the query.
