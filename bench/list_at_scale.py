@@ -99,7 +99,8 @@ def _fill(args: argparse.Namespace) -> None:
             cursor.execute(sql, values)
     total = args.checkpoints * args.batches_each
     print(
-        f"{args.checkpoints:,} checkpoints, {total:,} batches and progress events written in {time.perf_counter() - started:.0f} s"
+        f"{args.checkpoints:,} checkpoints, {total:,} batches and progress "
+        f"events written in {time.perf_counter() - started:.0f} s"
     )
 
 
@@ -184,12 +185,14 @@ def main() -> None:
             else:
                 row = run_one_client(base + path, seconds=args.seconds, headers={"Cookie": cookie})
             print(
-                f"{name:<24} {row['requests']:>9} {row['errors']:>7} {row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+                f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
+                f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
             )
         visits = _browser_visits(base, args.visits)
         print(
             f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
-            f"median {statistics.median(visits):.0f} ms, p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
+            f"median {statistics.median(visits):.0f} ms, "
+            f"p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
         )
     finally:
         _stop([server])

@@ -228,7 +228,8 @@ def _report(figures: dict[str, dict], seconds: float) -> None:
     requests_done = sum(row["requests"] for row in figures.values())
     errors = sum(row["errors"] for row in figures.values())
     print(
-        f"throughput {requests_done / seconds:.1f} requests/s; errors {errors}; error rate {errors / max(1, requests_done):.4f}"
+        f"throughput {requests_done / seconds:.1f} requests/s; "
+        f"errors {errors}; error rate {errors / max(1, requests_done):.4f}"
     )
 
 
@@ -254,7 +255,8 @@ def _sync_gaps(since, until, interval: int) -> None:
         f"syncs during the measurement: {runs.count()} ({failed} not ok), {durations['first']} .. {durations['last']}"
     )
     print(
-        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); median {statistics.median(gaps):.1f} s"
+        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); "
+        f"median {statistics.median(gaps):.1f} s"
     )
     print(f"checkpoints with a gap over 1.5 intervals: {late} of {len(gaps)}")
 

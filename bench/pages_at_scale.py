@@ -253,7 +253,8 @@ def main() -> None:
         live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
         for name, times in live.items():
             print(
-                f"{name} after each of {len(times)} new batches: p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
+                f"{name} after each of {len(times)} new batches: "
+                f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
             )
     finally:
         _stop([server])

@@ -154,7 +154,8 @@ def report(results: dict, writes: list[tuple[float, int]], deltas: int, args) ->
             f"restart {kind:9s} wall {wall[kind]:6.2f} s   first batch triggerExecution {trigger[kind] / 1000:6.2f} s"
         )
     print(
-        f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, batch {trigger['chain'] / trigger['snapshot']:.2f}x"
+        f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, "
+        f"batch {trigger['chain'] / trigger['snapshot']:.2f}x"
     )
     print(f"our snapshot (plan + apply, {writes[0][1]} stores): median {statistics.median(w[0] for w in writes):.2f} s")
 

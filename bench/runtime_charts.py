@@ -158,7 +158,8 @@ def main() -> None:
         _add_batch(checkpoint, args.batches + repeat)
         figures["after a new batch"].append(_timed(client, url))
     print(
-        f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; load average {os.getloadavg()[0]:.1f})"
+        f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; "
+        f"load average {os.getloadavg()[0]:.1f})"
     )
     for name, times in figures.items():
         print(

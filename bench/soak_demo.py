@@ -158,7 +158,8 @@ def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: date
     ]
     unplanned = MaintenanceRun.objects.filter(pk__in=tally.plan_runs, status=MaintenanceRun.Status.PLANNING).count()
     print(
-        f"soaked {(until - since).total_seconds():.0f} s with {args.checkpoints} checkpoints at a {args.interval} s interval"
+        f"soaked {(until - since).total_seconds():.0f} s with "
+        f"{args.checkpoints} checkpoints at a {args.interval} s interval"
     )
     print(f"Celery worker deaths: {len(worker_deaths)}; all restarts by the demo: {len(restarts)}")
     for line in restarts:

@@ -293,7 +293,8 @@ def spark_fresh_seconds(checkpoint: Path, versions: Versions) -> float:
         "from pipelines.queries import build_session\n"
         "from bench.state_rows import spark_count\n"
         "from pathlib import Path\n"
-        f"spark = build_session('bench-fresh', master='local[2]', conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
+        "spark = build_session('bench-fresh', master='local[2]', "
+        f"conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
         f"print(spark_count(spark, Path({str(checkpoint)!r}), {versions!r}))\n"
         "spark.stop(); print(time.perf_counter() - t)\n"
     )

@@ -272,7 +272,8 @@ def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
     )
     return Condition(
         State.STOPPED,
-        f"no new batch for {format_span((now - facts.latest_batch_at).total_seconds())} (batch {facts.latest_batch_id}){heard}",
+        f"no new batch for {format_span((now - facts.latest_batch_at).total_seconds())} "
+        f"(batch {facts.latest_batch_id}){heard}",
         last,
     )
 
@@ -301,7 +302,8 @@ def _idle(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Conditio
         return None
     return Condition(
         State.IDLE,
-        f"running, no new data since batch {facts.latest_batch_id} ({format_span((now - facts.latest_batch_at).total_seconds())} ago)",
+        f"running, no new data since batch {facts.latest_batch_id} "
+        f"({format_span((now - facts.latest_batch_at).total_seconds())} ago)",
         facts.latest_batch_at,
     )
 

@@ -138,7 +138,8 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
             return Precondition(
                 "query-stopped",
                 False,
-                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; the query is running",
+                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; "
+                "the query is running",
             )
     return Precondition(
         "query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch"

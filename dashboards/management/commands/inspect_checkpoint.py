@@ -55,7 +55,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--via",
             metavar="SERVER",
-            help="Base URL of a ckptweb server (https://ckptweb.example): print its view of the batches, or storage's when "
+            help="Base URL of a ckptweb server (https://ckptweb.example): "
+            "print its view of the batches, or storage's when "
             "it is unreachable or behind.",
         )
         parser.add_argument(
@@ -126,7 +127,8 @@ def _view_text(view: CheckpointView) -> str:
     lines = [
         f"source:      {origin}",
         f"query id:    {view.query_id or '(unknown)'}",
-        f"batches:     {len(view.batches)}, latest {view.latest_batch_id}, latest committed {view.latest_committed_batch_id}",
+        f"batches:     {len(view.batches)}, latest {view.latest_batch_id}, "
+        f"latest committed {view.latest_committed_batch_id}",
         f"uncommitted: {', '.join(uncommitted) or 'none'}",
     ]
     lines += [
