@@ -49,8 +49,10 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "load-test-password"
 PAGES = ("list", "detail", "batches", "timeline", "health", "api-list", "api-batches", "api-progress")
 # One event per batch of the history, as a listener sends them, for the progress range to read.
-PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
-    SELECT q.id, g, now(), '{}', '{}', '[]', 'listener', now() FROM dashboards_streamingquery q, generate_series(0, %s) g
+PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources,
+        origin, received_at)
+    SELECT q.id, g, now(), '{}', '{}', '[]', 'listener', now()
+    FROM dashboards_streamingquery q, generate_series(0, %s) g
     ON CONFLICT DO NOTHING"""
 
 
