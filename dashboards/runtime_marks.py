@@ -163,7 +163,8 @@ def compaction_events(checkpoint: Checkpoint, window: Window) -> list[BatchEvent
 
 
 def _sink_compactions(log: MetadataLog, window: Window) -> list[BatchEvent]:
-    """A file sink's batch ids are the query's: CompactibleFileStreamLog.isCompactionBatch, (batch + 1) % interval == 0."""
+    """A file sink's batch ids are the query's: CompactibleFileStreamLog.isCompactionBatch,
+    (batch + 1) % interval == 0."""
     interval = log.compact_interval
     first = window.first_batch + (interval - 1 - window.first_batch) % interval
     batches = range(first, window.last_batch + 1, interval)

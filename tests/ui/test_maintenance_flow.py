@@ -1,4 +1,5 @@
-"""On-call in a real browser: ask for a plan with the per-action form, read it, confirm it (or be refused), see the audit trail."""
+"""On-call in a real browser: ask for a plan with the per-action form, read it, confirm it (or be
+refused), see the audit trail."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ Touches no database: it reads the checkpoint with the format library and prints 
 Any local path or fsspec URL is accepted here (the shell user already has storage access); the
 configured roots only restrict what the web UI registers. A path that holds no checkpoint (missing,
 a file, a folder without Spark's entries) or a --sink-log that holds no file sink log exits with
-status 1 and the reason; a query that has not run a batch yet is summarised with a warning. With ``--via`` it prints the batches
-as a ckptweb server has them, or as storage has them when that server is unreachable or behind
-(workers.checkpoint.client), and says which and why.
+status 1 and the reason; a query that has not run a batch yet is summarised with a warning. With
+``--via`` it prints the batches as a ckptweb server has them, or as storage has them when that
+server is unreachable or behind (workers.checkpoint.client), and says which and why.
 """
 
 import json
