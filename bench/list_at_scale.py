@@ -35,37 +35,42 @@ FILL_SQL = (
     """INSERT INTO dashboards_streamingquery (query_id, name, first_seen_at)
        SELECT md5('q' || g)::uuid, 'query_' || g, now() FROM generate_series(0, %(last_checkpoint)s) g""",
     # The figures a sync keeps on the row, with a spread of states: by g % 10, 0-5 running, 6 stopped (an hour ago),
-    # 7 stalled (newest batch uncommitted 20 min ago), 8 falling behind (input over processed), 9 damaged (a finding below).
-    """INSERT INTO dashboards_checkpoint (name, url, is_enabled, sync_interval_seconds, sink_log_url, file_log_compact_interval,
-           created_at, query_id, latest_batch_id, latest_batch_at, latest_committed_batch_id, uncommitted_batch_count,
-           last_synced_at, root_problem, trigger_interval_ms, typical_gap_ms, recent_batch_duration_ms, recent_input_rate,
-           recent_process_rate, status_figures_at, state_rows, state_bytes, state_providers, sync_lease_owner)
+    # 7 stalled (newest batch uncommitted 20 min ago), 8 falling behind (input over processed), 9 damaged
+    # (a finding below).
+    """INSERT INTO dashboards_checkpoint (name, url, is_enabled, sync_interval_seconds, sink_log_url,
+           file_log_compact_interval, created_at, query_id, latest_batch_id, latest_batch_at, latest_committed_batch_id,
+           uncommitted_batch_count, last_synced_at, root_problem, trigger_interval_ms, typical_gap_ms,
+           recent_batch_duration_ms, recent_input_rate, recent_process_rate, status_figures_at, state_rows, state_bytes,
+           state_providers, sync_lease_owner)
        SELECT 'q' || lpad(g::text, 5, '0'),
               CASE WHEN g %% 3 = 0 THEN 's3://lake/checkpoints/q' || g ELSE '/data/checkpoints/q' || g END,
-              true, 30, '', 10, now(), (SELECT id FROM dashboards_streamingquery WHERE query_id = md5('q' || (g - (g %% 50 = 1)::int))::uuid),
+              true, 30, '', 10, now(),
+              (SELECT id FROM dashboards_streamingquery WHERE query_id = md5('q' || (g - (g %% 50 = 1)::int))::uuid),
               %(batches_each)s - 1,
-              now() - CASE g %% 10 WHEN 6 THEN interval '1 hour' WHEN 7 THEN interval '20 minutes' ELSE interval '2 seconds' END,
+              now() - CASE g %% 10 WHEN 6 THEN interval '1 hour' WHEN 7 THEN interval '20 minutes'
+                                   ELSE interval '2 seconds' END,
               %(batches_each)s - 1 - (g %% 10 = 7)::int, (g %% 10 = 7)::int,
               now(), '', 1000, 1000, 300 + g %% 700, 100 + g %% 50, CASE WHEN g %% 10 = 8 THEN 50 ELSE 400 END,
               now(), g * 1000, g * 100000, CASE WHEN g %% 2 = 0 THEN 'hdfs' ELSE 'rocksdb' END, ''
        FROM generate_series(0, %(last_checkpoint)s) g""",
-    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,
-           is_committed, synced_at)
-       SELECT c.id, b, 1, (extract(epoch FROM c.latest_batch_at) * 1000)::bigint - (%(batches_each)s - 1 - b) * 1000, 0, '{}', '[]',
-              b <= c.latest_committed_batch_id, now()
+    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf,
+           sources, is_committed, synced_at)
+       SELECT c.id, b, 1, (extract(epoch FROM c.latest_batch_at) * 1000)::bigint - (%(batches_each)s - 1 - b) * 1000, 0,
+              '{}', '[]', b <= c.latest_committed_batch_id, now()
        FROM dashboards_checkpoint c, generate_series(0, %(batches_each)s - 1) b""",
-    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, batch_duration_ms, duration_ms, num_input_rows,
-           input_rows_per_second, processed_rows_per_second, event_time, sources, origin, received_at)
-       SELECT c.query_id, b, c.latest_batch_at - (%(batches_each)s - 1 - b) * interval '1 second', 300 + (b * 7) %% 500, '{}', 100,
-              100, 400, '{}', '[]', 'listener', now()
+    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, batch_duration_ms, duration_ms,
+           num_input_rows, input_rows_per_second, processed_rows_per_second, event_time, sources, origin, received_at)
+       SELECT c.query_id, b, c.latest_batch_at - (%(batches_each)s - 1 - b) * interval '1 second', 300 + (b * 7) %% 500,
+              '{}', 100, 100, 400, '{}', '[]', 'listener', now()
        FROM dashboards_checkpoint c, generate_series(0, %(batches_each)s - 1) b
        WHERE c.id IN (SELECT min(id) FROM dashboards_checkpoint GROUP BY query_id)""",
-    """INSERT INTO dashboards_syncrun (checkpoint_id, kind, started_at, finished_at, status, worker, files_read, bytes_read,
-           list_calls, info_calls, read_calls, new_batches, new_commits, error_count, message)
-       SELECT id, 'probe', now(), now(), CASE WHEN id %% 97 = 0 THEN 'failed' ELSE 'ok' END, 'bench', 2, 200, 0, 0, 2, 1, 1,
-              (id %% 97 = 0)::int, CASE WHEN id %% 97 = 0 THEN 'storage unreachable' ELSE '' END
+    """INSERT INTO dashboards_syncrun (checkpoint_id, kind, started_at, finished_at, status, worker, files_read,
+           bytes_read, list_calls, info_calls, read_calls, new_batches, new_commits, error_count, message)
+       SELECT id, 'probe', now(), now(), CASE WHEN id %% 97 = 0 THEN 'failed' ELSE 'ok' END, 'bench', 2, 200, 0, 0, 2,
+              1, 1, (id %% 97 = 0)::int, CASE WHEN id %% 97 = 0 THEN 'storage unreachable' ELSE '' END
        FROM dashboards_checkpoint""",
-    """INSERT INTO dashboards_finding (checkpoint_id, code, path, severity, message, restart_impact, first_seen_at, last_seen_at)
+    """INSERT INTO dashboards_finding (checkpoint_id, code, path, severity, message, restart_impact,
+           first_seen_at, last_seen_at)
        SELECT id, 'bench', 'state/0/0/1.delta', 30, 'bench finding', '', now(), now()
        FROM dashboards_checkpoint WHERE id %% 10 = 9""",
     "ANALYZE",
@@ -99,7 +104,8 @@ def _fill(args: argparse.Namespace) -> None:
             cursor.execute(sql, values)
     total = args.checkpoints * args.batches_each
     print(
-        f"{args.checkpoints:,} checkpoints, {total:,} batches and progress events written in {time.perf_counter() - started:.0f} s"
+        f"{args.checkpoints:,} checkpoints, {total:,} batches and progress "
+        f"events written in {time.perf_counter() - started:.0f} s"
     )
 
 
@@ -184,12 +190,14 @@ def main() -> None:
             else:
                 row = run_one_client(base + path, seconds=args.seconds, headers={"Cookie": cookie})
             print(
-                f"{name:<24} {row['requests']:>9} {row['errors']:>7} {row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+                f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
+                f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
             )
         visits = _browser_visits(base, args.visits)
         print(
             f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
-            f"median {statistics.median(visits):.0f} ms, p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
+            f"median {statistics.median(visits):.0f} ms, "
+            f"p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
         )
     finally:
         _stop([server])

@@ -49,8 +49,10 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "load-test-password"
 PAGES = ("list", "detail", "batches", "timeline", "health", "api-list", "api-batches", "api-progress")
 # One event per batch of the history, as a listener sends them, for the progress range to read.
-PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
-    SELECT q.id, g, now(), '{}', '{}', '[]', 'listener', now() FROM dashboards_streamingquery q, generate_series(0, %s) g
+PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources,
+        origin, received_at)
+    SELECT q.id, g, now(), '{}', '{}', '[]', 'listener', now()
+    FROM dashboards_streamingquery q, generate_series(0, %s) g
     ON CONFLICT DO NOTHING"""
 
 
@@ -146,7 +148,7 @@ def _paths(page: str, checkpoint_ids: list[int], *, batches: int, list_pages: in
         "timeline": "/checkpoints/{}/charts/timeline.json",
         "health": "/checkpoints/{}/panels/health/",
         "api-batches": "/api/v1/checkpoints/{}/batches/",
-        "api-progress": "/api/v1/checkpoints/{}/progress/?from=%d&to=%d" % (batches // 4, batches * 3 // 4),
+        "api-progress": f"/api/v1/checkpoints/{{}}/progress/?from={batches // 4}&to={batches * 3 // 4}",
     }
     if page == "list":
         return [f"/?page={number}" for number in range(1, list_pages + 1)]
@@ -228,7 +230,8 @@ def _report(figures: dict[str, dict], seconds: float) -> None:
     requests_done = sum(row["requests"] for row in figures.values())
     errors = sum(row["errors"] for row in figures.values())
     print(
-        f"throughput {requests_done / seconds:.1f} requests/s; errors {errors}; error rate {errors / max(1, requests_done):.4f}"
+        f"throughput {requests_done / seconds:.1f} requests/s; "
+        f"errors {errors}; error rate {errors / max(1, requests_done):.4f}"
     )
 
 
@@ -245,7 +248,7 @@ def _sync_gaps(since, until, interval: int) -> None:
             .values_list("started_at", flat=True)
         )
         edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
     late = sum(1 for gap in gaps if gap > interval * 1.5)
     runs = SyncRun.objects.filter(started_at__gte=since, started_at__lte=until)
     durations = runs.exclude(finished_at__isnull=True).aggregate(first=Min("started_at"), last=Max("finished_at"))
@@ -254,7 +257,8 @@ def _sync_gaps(since, until, interval: int) -> None:
         f"syncs during the measurement: {runs.count()} ({failed} not ok), {durations['first']} .. {durations['last']}"
     )
     print(
-        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); median {statistics.median(gaps):.1f} s"
+        f"largest gap between two syncs of one checkpoint: {max(gaps):.1f} s (interval {interval} s); "
+        f"median {statistics.median(gaps):.1f} s"
     )
     print(f"checkpoints with a gap over 1.5 intervals: {late} of {len(gaps)}")
 

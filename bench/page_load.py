@@ -223,7 +223,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     try:
-        for index, (label, repo) in enumerate(zip(labels, args.repo)):
+        for index, (label, repo) in enumerate(zip(labels, args.repo, strict=True)):
             port = args.port + index
             log = args.workdir / f"gunicorn-{index}.log"
             servers.append(

@@ -34,18 +34,20 @@ START_MS = 1_700_000_000_000
 
 FILL_SQL = (
     # A batch a second, every 997th an hour late; the newest one not yet committed.
-    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,
-           is_committed, synced_at)
+    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf,
+           sources, is_committed, synced_at)
        SELECT %(checkpoint)s, g, 1, %(start)s + g * 1000 + (g / 997) * 3600000, %(start)s + g * 1000 - 10000, '{}',
               '["{\\"0\\":1}"]', g < %(last)s, now()
        FROM generate_series(0::bigint, %(last)s::bigint) g""",
-    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
+    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources,
+           origin, received_at)
        SELECT %(query)s, g, to_timestamp((%(start)s + g * 1000) / 1000.0), '{}', '{}', '[]', 'listener', now()
        FROM generate_series(0::bigint, %(last)s::bigint) g""",
-    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total, memory_used_bytes,
-           custom_metrics)
+    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total,
+           memory_used_bytes, custom_metrics)
        SELECT id, 0, 'dedupe', batch_id %% 5000, 1000000 + batch_id %% 777,
-              jsonb_build_object('loadedMapCacheHitCount', CASE WHEN batch_id %% 1009 = 0 THEN 0 ELSE 9 END, 'loadedMapCacheMissCount', 1)
+              jsonb_build_object('loadedMapCacheHitCount', CASE WHEN batch_id %% 1009 = 0 THEN 0 ELSE 9 END,
+                                 'loadedMapCacheMissCount', 1)
        FROM dashboards_batchprogress WHERE query_id = %(query)s""",
     "ANALYZE",
 )
@@ -117,16 +119,20 @@ LIVE_BATCH_SQL = (
     # One more batch as a running query adds it: the previous one commits, a new one is planned,
     # and its progress arrives (same shapes as FILL_SQL).
     "UPDATE dashboards_batch SET is_committed = true WHERE checkpoint_id = %(checkpoint)s AND batch_id = %(batch)s - 1",
-    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,
-           is_committed, synced_at)
-       VALUES (%(checkpoint)s, %(batch)s, 1, %(start)s + %(batch)s * 1000, %(start)s + %(batch)s * 1000 - 10000, '{}', '[]', false, now())""",
+    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf,
+           sources, is_committed, synced_at)
+       VALUES (%(checkpoint)s, %(batch)s, 1, %(start)s + %(batch)s * 1000, %(start)s + %(batch)s * 1000 - 10000, '{}',
+              '[]', false, now())""",
     """UPDATE dashboards_checkpoint SET latest_batch_id = %(batch)s, latest_committed_batch_id = %(batch)s - 1
        WHERE id = %(checkpoint)s""",
-    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources, origin, received_at)
-       VALUES (%(query)s, %(batch)s, to_timestamp((%(start)s + %(batch)s * 1000) / 1000.0), '{}', '{}', '[]', 'listener', now())""",
-    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total, memory_used_bytes,
-           custom_metrics)
-       SELECT id, 0, 'dedupe', 1, 1000000, '{}' FROM dashboards_batchprogress WHERE query_id = %(query)s AND batch_id = %(batch)s""",
+    """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources,
+           origin, received_at)
+       VALUES (%(query)s, %(batch)s, to_timestamp((%(start)s + %(batch)s * 1000) / 1000.0), '{}', '{}', '[]',
+              'listener', now())""",
+    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total,
+           memory_used_bytes, custom_metrics)
+       SELECT id, 0, 'dedupe', 1, 1000000, '{}'
+       FROM dashboards_batchprogress WHERE query_id = %(query)s AND batch_id = %(batch)s""",
 )
 
 
@@ -253,7 +259,8 @@ def main() -> None:
         live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
         for name, times in live.items():
             print(
-                f"{name} after each of {len(times)} new batches: p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
+                f"{name} after each of {len(times)} new batches: "
+                f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
             )
     finally:
         _stop([server])

@@ -8,8 +8,9 @@ Usage (from the repository root; a few minutes on 2 cores, PySpark 4.3.0, Java 1
 1. Builds one checkpoint with real PySpark into ``DIR/chain`` (a temp dir by default; an existing
    one is reused): about ``--batches`` batches of ``rate-micro-batch`` with ``--keys`` rows per
    batch, ``groupBy(value % keys).count()`` in update mode into the noop sink, 2 shuffle
-   partitions, HDFS provider, lz4, and Spark's own snapshots kept away (minDeltasForSnapshot 100000, maintenance every hour), so
-   every batch rewrites every key and version N is reachable only through N deltas.
+   partitions, HDFS provider, lz4, and Spark's own snapshots kept away (minDeltasForSnapshot
+   100000, maintenance every hour), so every batch rewrites every key and version N is
+   reachable only through N deltas.
 2. In one session, ``--repeat`` times and alternating: copies the checkpoint twice, writes our
    snapshot of the newest committed version into one copy (``plan_snapshot`` + ``apply_snapshot``,
    timed), and restarts the query on each copy with Trigger.AvailableNow (one more batch, which
@@ -154,7 +155,8 @@ def report(results: dict, writes: list[tuple[float, int]], deltas: int, args) ->
             f"restart {kind:9s} wall {wall[kind]:6.2f} s   first batch triggerExecution {trigger[kind] / 1000:6.2f} s"
         )
     print(
-        f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, batch {trigger['chain'] / trigger['snapshot']:.2f}x"
+        f"ratio chain / snapshot: wall {wall['chain'] / wall['snapshot']:.2f}x, "
+        f"batch {trigger['chain'] / trigger['snapshot']:.2f}x"
     )
     print(f"our snapshot (plan + apply, {writes[0][1]} stores): median {statistics.median(w[0] for w in writes):.2f} s")
 

@@ -29,24 +29,26 @@ START_MS = 1_700_000_000_000
 RUNS = 10
 
 FILL_SQL = (
-    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,
-           is_committed, synced_at)
-       SELECT %(checkpoint)s, g, 1, %(start)s + g * 1000, %(start)s + g * 1000 - 10000, '{"spark.sql.shuffle.partitions": "8"}',
-              '["{\\"0\\":1}"]', g < %(last)s, now()
+    """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf,
+           sources, is_committed, synced_at)
+       SELECT %(checkpoint)s, g, 1, %(start)s + g * 1000, %(start)s + g * 1000 - 10000,
+              '{"spark.sql.shuffle.partitions": "8"}', '["{\\"0\\":1}"]', g < %(last)s, now()
        FROM generate_series(0::bigint, %(last)s::bigint) g""",
-    """INSERT INTO dashboards_batchprogress (query_id, run_id, batch_id, timestamp, batch_duration_ms, duration_ms, num_input_rows,
-           input_rows_per_second, processed_rows_per_second, watermark, event_time, sources, origin, received_at)
+    """INSERT INTO dashboards_batchprogress (query_id, run_id, batch_id, timestamp, batch_duration_ms, duration_ms,
+           num_input_rows, input_rows_per_second, processed_rows_per_second, watermark, event_time, sources, origin,
+           received_at)
        SELECT %(query)s, %(first_run)s + g / %(per_run)s, g, to_timestamp((%(start)s + g * 1000) / 1000.0),
               CASE WHEN g %% 997 = 0 THEN 60000 ELSE 400 + g %% 50 END,
-              jsonb_build_object('addBatch', 300, 'walCommit', 40, 'queryPlanning', 30, 'getBatch', 5, 'latestOffset', 10,
-                                 'commitOffsets', 15, 'triggerExecution', 400),
+              jsonb_build_object('addBatch', 300, 'walCommit', 40, 'queryPlanning', 30, 'getBatch', 5,
+                                 'latestOffset', 10, 'commitOffsets', 15, 'triggerExecution', 400),
               100 + g %% 7, CASE WHEN g %% 1009 = 0 THEN 50000 ELSE 100 + g %% 13 END, 250.0,
               to_timestamp((%(start)s + g * 1000 - 10000) / 1000.0), '{}', '[]', 'listener', now()
        FROM generate_series(0::bigint, %(last)s::bigint) g""",
-    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total, num_rows_updated,
-           num_rows_removed, num_rows_dropped_by_watermark, memory_used_bytes, custom_metrics)
+    """INSERT INTO dashboards_stateoperatormetrics (progress_id, operator_index, operator_name, num_rows_total,
+           num_rows_updated, num_rows_removed, num_rows_dropped_by_watermark, memory_used_bytes, custom_metrics)
        SELECT id, 0, 'dedupe', batch_id %% 5000, batch_id %% 11, batch_id %% 3, 0, 1000000 + batch_id %% 777,
-              jsonb_build_object('loadedMapCacheHitCount', CASE WHEN batch_id %% 1009 = 0 THEN 0 ELSE 9 END, 'loadedMapCacheMissCount', 1)
+              jsonb_build_object('loadedMapCacheHitCount', CASE WHEN batch_id %% 1009 = 0 THEN 0 ELSE 9 END,
+                                 'loadedMapCacheMissCount', 1)
        FROM dashboards_batchprogress WHERE query_id = %(query)s""",
     "ANALYZE",
 )
@@ -158,7 +160,8 @@ def main() -> None:
         _add_batch(checkpoint, args.batches + repeat)
         figures["after a new batch"].append(_timed(client, url))
     print(
-        f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; load average {os.getloadavg()[0]:.1f})"
+        f"{'request':<18} {'wall ms':>8} {'cpu ms':>8} {'bytes':>9}   (medians of {args.repeats}; "
+        f"load average {os.getloadavg()[0]:.1f})"
     )
     for name, times in figures.items():
         print(

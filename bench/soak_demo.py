@@ -158,7 +158,8 @@ def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: date
     ]
     unplanned = MaintenanceRun.objects.filter(pk__in=tally.plan_runs, status=MaintenanceRun.Status.PLANNING).count()
     print(
-        f"soaked {(until - since).total_seconds():.0f} s with {args.checkpoints} checkpoints at a {args.interval} s interval"
+        f"soaked {(until - since).total_seconds():.0f} s with "
+        f"{args.checkpoints} checkpoints at a {args.interval} s interval"
     )
     print(f"Celery worker deaths: {len(worker_deaths)}; all restarts by the demo: {len(restarts)}")
     for line in restarts:
@@ -183,7 +184,7 @@ def _print_sync_gaps(since: datetime, until: datetime, interval: int) -> None:
             .values_list("started_at", flat=True)
         )
         edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:])))
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
     runs = SyncRun.objects.filter(started_at__range=(since, until))
     print(
         f"sync runs: {runs.count()} ({runs.exclude(status__in=['ok', 'partial']).count()} not ok); "

@@ -293,7 +293,8 @@ def spark_fresh_seconds(checkpoint: Path, versions: Versions) -> float:
         "from pipelines.queries import build_session\n"
         "from bench.state_rows import spark_count\n"
         "from pathlib import Path\n"
-        f"spark = build_session('bench-fresh', master='local[2]', conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
+        "spark = build_session('bench-fresh', master='local[2]', "
+        f"conf={{'spark.sql.shuffle.partitions': '{PARTITIONS}'}})\n"
         f"print(spark_count(spark, Path({str(checkpoint)!r}), {versions!r}))\n"
         "spark.stop(); print(time.perf_counter() - t)\n"
     )
@@ -359,7 +360,8 @@ def add_pooled(cases: dict[str, Figures], repeat: int) -> None:
         for figures in cases.values():
             checkpoint, versions = figures.checkpoint, figures.versions
             figures.seconds["ours, 2 processes"], pooled = best_of(
-                repeat, lambda: measure_ours_in_pool(pool, checkpoint, versions)
+                repeat,
+                lambda checkpoint=checkpoint, versions=versions: measure_ours_in_pool(pool, checkpoint, versions),
             )
             figures.rows_equal = figures.rows_equal and pooled == figures.ours
 
@@ -376,7 +378,7 @@ def add_spark_warm(cases: dict[str, Figures], repeat: int) -> None:
         checkpoint, versions = figures.checkpoint, figures.versions
         spark_count(spark, checkpoint, versions)  # warm-up: JIT, class loading, file system caches
         figures.seconds["spark warm"], (rows, key_chars) = best_of(
-            repeat, lambda: spark_count(spark, checkpoint, versions)
+            repeat, lambda checkpoint=checkpoint, versions=versions: spark_count(spark, checkpoint, versions)
         )
         figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
         figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")

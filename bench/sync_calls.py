@@ -35,7 +35,8 @@ def _register(workdir: Path, name: str, batches: int):
     started = time.perf_counter()
     sync_checkpoint(checkpoint.pk)
     print(
-        f"{name}: {batches} batches; first sync (a reconcile, not measured below) took {time.perf_counter() - started:.2f} s"
+        f"{name}: {batches} batches; first sync (a reconcile, not measured below) "
+        f"took {time.perf_counter() - started:.2f} s"
     )
     return checkpoint, directory
 
@@ -71,7 +72,8 @@ def main() -> None:
             best[name] = min(best.get(name, elapsed), elapsed)
     for name in cases:
         print(
-            f"{name}: calls (kind, list, info, read, bytes) {calls[name]}, best of {args.repeat}: {best[name] * 1000:.1f} ms"
+            f"{name}: calls (kind, list, info, read, bytes) {calls[name]}, "
+            f"best of {args.repeat}: {best[name] * 1000:.1f} ms"
         )
     print(f"time ratio long/short: {best['long'] / best['short']:.2f}; calls equal: {calls['long'] == calls['short']}")
 

@@ -14,5 +14,5 @@ application = get_wsgi_application()
 # walks the whole of Django and the app, and the list page, which makes some 10,000 objects a
 # request at 1,000 checkpoints, set one off every few requests: 80 ms on top of a 70 ms page,
 # the difference between its p50 and p95 (docs/benchmarks.md, the checkpoint list).
-get_resolver().url_patterns
+_ = get_resolver().url_patterns  # the attribute access is what loads the URLconf
 gc.freeze()

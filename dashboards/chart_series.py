@@ -152,10 +152,10 @@ def read_settled_then_tail(
 
     Buckets are aligned on multiples of ``width``; those wholly below ``first_unsettled``
     cannot change (``settled_version`` adds to the key what still could), so a new batch costs
-    a read of the last bucket or two, not of a million rows (about 3 s on PostgreSQL). The settled part ends in an extra point (its
-    last row, as a series end), a real row. Rows written behind a gap (a reconcile finding an
-    out-of-order file) show once the cache entry times out. Full detail (width 1) is an index
-    range: read afresh.
+    a read of the last bucket or two, not of a million rows (about 3 s on PostgreSQL). The
+    settled part ends in an extra point (its last row, as a series end), a real row. Rows
+    written behind a gap (a reconcile finding an out-of-order file) show once the cache entry
+    times out. Full detail (width 1) is an index range: read afresh.
     """
     first, last = span
     if first is None:

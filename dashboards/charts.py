@@ -70,7 +70,7 @@ def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
 
 
 def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committed: bool) -> go.Scatter:
-    chosen = [(t, p.batch_id) for t, p in zip(times, points) if p.is_committed == committed]
+    chosen = [(t, p.batch_id) for t, p in zip(times, points, strict=True) if p.is_committed == committed]
     return go.Scatter(
         x=[t for t, _ in chosen],
         y=[b for _, b in chosen],
@@ -81,7 +81,7 @@ def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committe
 
 
 def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interval: int) -> go.Scatter:
-    chosen = [(t, p.batch_id) for t, p in zip(times, points) if is_compaction_batch(p.batch_id, interval)]
+    chosen = [(t, p.batch_id) for t, p in zip(times, points, strict=True) if is_compaction_batch(p.batch_id, interval)]
     return go.Scatter(
         x=[t for t, _ in chosen],
         y=[b for _, b in chosen],
@@ -94,14 +94,14 @@ def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interv
 def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
     gaps = [
         (later - earlier).total_seconds() if point.interval_ms is None else point.interval_ms / 1000
-        for earlier, later, point in zip(times, times[1:], points[1:])
+        for earlier, later, point in zip(times, times[1:], points[1:], strict=False)
     ]
     return go.Scatter(x=times[1:], y=gaps, mode="lines+markers", name="batch interval", line={"color": "#5cb85c"})
 
 
 def _watermark_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
     # Spark writes 0 until the first watermark is known; that is "none", not 1970.
-    marks = [(t, ms_to_datetime(p.watermark_ms)) for t, p in zip(times, points) if p.watermark_ms > 0]
+    marks = [(t, ms_to_datetime(p.watermark_ms)) for t, p in zip(times, points, strict=True) if p.watermark_ms > 0]
     return go.Scatter(
         x=[t for t, _ in marks],
         y=[w for _, w in marks],

@@ -31,7 +31,7 @@ class CompactionOutlook:
 def median_trigger_seconds(timestamps_ms: Sequence[int]) -> float | None:
     """The median gap between consecutive batch start times (timestamps of 0 are unknown)."""
     known = sorted(t for t in timestamps_ms if t > 0)
-    gaps = [(later - earlier) / 1000 for earlier, later in zip(known, known[1:]) if later > earlier]
+    gaps = [(later - earlier) / 1000 for earlier, later in zip(known, known[1:], strict=False) if later > earlier]
     return statistics.median(gaps) if gaps else None
 
 
@@ -66,5 +66,5 @@ def _least_squares(points: Sequence[tuple[int, int]]) -> tuple[float, float]:
     spread = sum((x - mean_x) ** 2 for x in xs)
     if spread == 0:
         return 0.0, mean_y
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / spread
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
     return slope, mean_y - slope * mean_x

@@ -101,7 +101,8 @@ def select_downsampled(queryset: QuerySet, shape: SeriesShape, *, width: int) ->
         cursor.execute(*downsample_statement(queryset, shape, width=width))
         columns = [column[0] for column in cursor.description]
         rows = sorted(
-            (dict(zip(columns, row)) for row in cursor.fetchall()), key=lambda row: (row["ds_part"], row[shape.key])
+            (dict(zip(columns, row, strict=True)) for row in cursor.fetchall()),
+            key=lambda row: (row["ds_part"], row[shape.key]),
         )
     for row in rows:
         del row["ds_part"], row["ds_bucket"]

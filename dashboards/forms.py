@@ -38,8 +38,10 @@ class CheckpointForm(forms.ModelForm):
         ]
         labels = {"url": "Checkpoint URL"}
         help_texts = {
-            "url": "Local path or fsspec URL of the checkpoint folder (the one holding metadata, offsets/ and commits/).",
-            "sink_log_url": "Output folder of the query's file sink (the folder it writes to), or its _spark_metadata folder.",
+            "url": "Local path or fsspec URL of the checkpoint folder "
+            "(the one holding metadata, offsets/ and commits/).",
+            "sink_log_url": "Output folder of the query's file sink (the folder it writes to), "
+            "or its _spark_metadata folder.",
         }
 
     def __init__(self, *args, **kwargs) -> None:
@@ -66,7 +68,8 @@ class CheckpointForm(forms.ModelForm):
         archived = Checkpoint.objects.archived().filter(url=url).exclude(pk=self.instance.pk).first()
         if archived is not None:
             raise forms.ValidationError(
-                f"{url} is registered already as {archived.name}, archived: restore it from the archived checkpoints page."
+                f"{url} is registered already as {archived.name}, "
+                "archived: restore it from the archived checkpoints page."
             )
 
     def clean_sink_log_url(self) -> str:

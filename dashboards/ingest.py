@@ -3,10 +3,11 @@
 ``POST /api/ingest/progress/`` with ``Authorization: Token <key>`` and the body
 ``{"progress": <StreamingQueryProgress.json object>}`` or, when a run is idle (Spark 3.5+'s
 QueryIdleEvent), ``{"idle": {"id": ..., "runId": ..., "timestamp": ...}}``
-(pipelines/progress_listener.py sends exactly these). The caller needs the ``dashboards.ingest_progress`` permission. Answers 201 for a
-new batch, 200 when it replaced an earlier report of the same batch (a re-run after a restart or
-a resent event), 400 with the reason when the progress cannot be read, and 429 with Retry-After
-beyond CKPTWEB_INGEST_RATE requests per user (the listener retries, then spools).
+(pipelines/progress_listener.py sends exactly these). The caller needs the
+``dashboards.ingest_progress`` permission. Answers 201 for a new batch, 200 when it replaced an
+earlier report of the same batch (a re-run after a restart or a resent event), 400 with the
+reason when the progress cannot be read, and 429 with Retry-After beyond CKPTWEB_INGEST_RATE
+requests per user (the listener retries, then spools).
 """
 
 from __future__ import annotations

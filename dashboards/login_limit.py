@@ -30,7 +30,8 @@ class LimitedLoginView(LoginView):
             AuditEntry.record(
                 AuditEntry.Event.LOGIN_FAILED,
                 actor_name=request.POST.get("username", "")[:150] or "(no user name)",
-                detail=f"refused without checking: too many failures from {request.META.get('REMOTE_ADDR', 'unknown address')}",
+                detail="refused without checking: too many failures from "
+                f"{request.META.get('REMOTE_ADDR', 'unknown address')}",
             )
             return HttpResponse("Too many failed logins; try again later.", status=429, content_type="text/plain")
         return super().post(request, *args, **kwargs)

@@ -142,7 +142,8 @@ def _preview_purge(keep_batches: int, figures: MaintenanceFigures) -> Preview:
             False,
         )
     return Preview(
-        f"purge offsets and commits of {batch_span(oldest, binding.threshold - 1)}, keep {batch_span(binding.threshold, latest)} "
+        f"purge offsets and commits of {batch_span(oldest, binding.threshold - 1)}, "
+        f"keep {batch_span(binding.threshold, latest)} "
         f"({binding.reason})",
         True,
     )
@@ -162,7 +163,8 @@ def _preview_snapshot(min_chain: int, figures: MaintenanceFigures) -> Preview:
         return Preview(explain_no_snapshot(*chains[-1], min_chain=min_chain), False)
     lengths = f"{min(due)}" if min(due) == max(due) else f"{min(due)} to {max(due)}"
     return Preview(
-        f"write a snapshot in {len(due)} of {len(hdfs)} stores, whose delta chains of {lengths} deltas are over {min_chain}",
+        f"write a snapshot in {len(due)} of {len(hdfs)} stores, "
+        f"whose delta chains of {lengths} deltas are over {min_chain}",
         True,
     )
 
@@ -191,7 +193,8 @@ def _preview_compact(choice: str, min_batches_to_retain: int, figures: Maintenan
     log = next((log for log in figures.logs if log.choice == choice), None)
     if not figures.logs:
         return Preview(
-            "nothing to do: no compactible log (the query reads no file source, and no file sink is registered or read yet)",
+            "nothing to do: no compactible log (the query reads no file source, "
+            "and no file sink is registered or read yet)",
             False,
         )
     if log is None:
@@ -207,7 +210,8 @@ def _compaction_part(log: LogFigures) -> Preview:
     target = latest_compaction_batch_id(log.latest_batch_id, log.compact_interval)
     if target is None:
         return Preview(
-            f"nothing to compact: {log.path} has no compaction batch yet (the first is batch {log.compact_interval - 1})",
+            f"nothing to compact: {log.path} has no compaction batch yet "
+            f"(the first is batch {log.compact_interval - 1})",
             False,
         )
     if target in log.compact_batch_ids:

@@ -89,6 +89,9 @@ class Thresholds:
         )
 
 
+DEFAULT_THRESHOLDS = Thresholds()
+
+
 @dataclass(frozen=True, slots=True)
 class StatusFacts:
     """What the sync stored about one checkpoint; durations in seconds, rates in rows per second."""
@@ -145,7 +148,7 @@ class QueryStatus:
         return self.conditions[1:]
 
 
-def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = Thresholds()) -> QueryStatus:
+def assess(facts: StatusFacts, *, now: datetime, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> QueryStatus:
     """Return the status of one query: every condition that holds, the first of them in front."""
     # A disabled checkpoint's figures stopped moving with its sync: judging them against the
     # clock (stopped, stalled, behind) would only describe ckptweb, not the query.
@@ -269,7 +272,8 @@ def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
     )
     return Condition(
         State.STOPPED,
-        f"no new batch for {format_span((now - facts.latest_batch_at).total_seconds())} (batch {facts.latest_batch_id}){heard}",
+        f"no new batch for {format_span((now - facts.latest_batch_at).total_seconds())} "
+        f"(batch {facts.latest_batch_id}){heard}",
         last,
     )
 
@@ -298,7 +302,8 @@ def _idle(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Conditio
         return None
     return Condition(
         State.IDLE,
-        f"running, no new data since batch {facts.latest_batch_id} ({format_span((now - facts.latest_batch_at).total_seconds())} ago)",
+        f"running, no new data since batch {facts.latest_batch_id} "
+        f"({format_span((now - facts.latest_batch_at).total_seconds())} ago)",
         facts.latest_batch_at,
     )
 

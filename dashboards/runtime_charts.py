@@ -271,7 +271,7 @@ def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, Figure]:
 def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit: str, number_format: str) -> Figure:
     traces = [
         _trace(points, value, name=label, colour=colour, unit=unit, number_format=number_format)
-        for colour, (label, points) in zip(_PALETTE, series)
+        for colour, (label, points) in zip(_PALETTE, series, strict=False)
     ]
     return _figure(traces, unit)
 

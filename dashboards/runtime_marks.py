@@ -104,7 +104,7 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     if before is not None and len(chain) <= MAX_MARKS_PER_KIND:
         chain.insert(0, before)
     starts = []
-    for previous, run in zip(chain, chain[1:]):
+    for previous, run in zip(chain, chain[1:], strict=False):
         first = _first_batch_of(checkpoint, run["pk"], from_batch=previous["last_batch_id"])
         if first is not None and window.has_batch(first["batch_id"]):
             starts.append(
@@ -163,7 +163,8 @@ def compaction_events(checkpoint: Checkpoint, window: Window) -> list[BatchEvent
 
 
 def _sink_compactions(log: MetadataLog, window: Window) -> list[BatchEvent]:
-    """A file sink's batch ids are the query's: CompactibleFileStreamLog.isCompactionBatch, (batch + 1) % interval == 0."""
+    """A file sink's batch ids are the query's: CompactibleFileStreamLog.isCompactionBatch,
+    (batch + 1) % interval == 0."""
     interval = log.compact_interval
     first = window.first_batch + (interval - 1 - window.first_batch) % interval
     batches = range(first, window.last_batch + 1, interval)

@@ -6,11 +6,12 @@ Starts three queries from pipelines/queries.py on `rate-micro-batch` sources who
 follows the wall clock (windowed aggregation, stream-stream join, deduplication; all with JSON
 file sinks), each checkpointed in `OUT_DIR/<name>/checkpoint` with its sink in
 `OUT_DIR/<name>/output`. Prints `checkpoint <name> <checkpoint path> <sink output path>` per
-query once it has started and then `ready` (stdout, flushed), runs until SIGTERM or SIGINT (or for N seconds), and stops each query between two
-batches. The JVM runs in its own process group, so a SIGTERM to the demo's whole group still
-lets Python stop the queries first. Restarting with the same OUT_DIR resumes from the checkpoints.
-With CKPTWEB_INGEST_URL and CKPTWEB_INGEST_TOKEN set, the ckptweb progress listener sends every
-batch's progress to that ckptweb (`manage.py demo` sets both).
+query once it has started and then `ready` (stdout, flushed), runs until SIGTERM or SIGINT (or
+for N seconds), and stops each query between two batches. The JVM runs in its own process group,
+so a SIGTERM to the demo's whole group still lets Python stop the queries first. Restarting with
+the same OUT_DIR resumes from the checkpoints. With CKPTWEB_INGEST_URL and CKPTWEB_INGEST_TOKEN
+set, the ckptweb progress listener sends every batch's progress to that ckptweb (`manage.py demo`
+sets both).
 
 Disk use stays bounded: offset/commit logs and state files keep `minBatchesToRetain` batches,
 sink logs are compacted with a `retention` of SINK_RETENTION, and the sink's data files older than

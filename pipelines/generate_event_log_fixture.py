@@ -9,10 +9,12 @@ few batches of a small stateful query: `rate-micro-batch` -> 2 s watermark -> wi
     OUT_DIR/<name>/                the spark.eventLog.dir of the run, exactly as Spark left it
     OUT_DIR/<name>-report.json     what the query itself reported (see `write_run_report`)
 
-| name | event-log settings | what Spark writes |
-| --- | --- | --- |
-| `rolling_zstd` | Spark 4 defaults (rolling, compressed, zstd) | `eventlog_v2_<appId>/events_1_<appId>.zstd` + `appstatus_<appId>` |
-| `plain` | `rolling.enabled=false`, `compress=false`, the four bulkiest event kinds excluded | one plain-text file `<appId>` |
+The two runs, as name: event-log settings; what Spark writes:
+
+- `rolling_zstd`: Spark 4 defaults (rolling, compressed, zstd);
+  `eventlog_v2_<appId>/events_1_<appId>.zstd` + `appstatus_<appId>`
+- `plain`: `rolling.enabled=false`, `compress=false`, the four bulkiest event kinds excluded;
+  one plain-text file `<appId>`
 
 `--only single_lz4` also runs a third application, not committed: one LZ4-compressed file
 `<appId>.lz4` (`rolling.enabled=false`, `compression.codec=lz4`); the Spark-marked tests use it.

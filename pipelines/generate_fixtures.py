@@ -72,7 +72,9 @@ GENERATOR_CONF = {
 }
 
 ROCKSDB_PROVIDER_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
 }
 ROCKSDB_CHANGELOG_CONF = {
     **ROCKSDB_PROVIDER_CONF,

@@ -141,7 +141,7 @@ def assert_drawn_as_reported(figures: dict, progress: list[dict]) -> None:
 def marks_of(figure: dict) -> dict[str, list[tuple[int, str, object]]]:
     """The marks drawn on a figure: {legend name: [(epoch ms, hover text, click target), ...]}."""
     return {
-        trace["name"]: list(zip(trace["x"], trace["hovertext"], trace["customdata"]))
+        trace["name"]: list(zip(trace["x"], trace["hovertext"], trace["customdata"], strict=True))
         for trace in figure["data"]
         if trace.get("yaxis") == "y2"
     }

@@ -21,7 +21,7 @@ def from_spark(value, data_type: T.DataType):
     if value is None:
         return None
     if isinstance(data_type, T.StructType):
-        return tuple(from_spark(v, f.dataType) for v, f in zip(value, data_type.fields))
+        return tuple(from_spark(v, f.dataType) for v, f in zip(value, data_type.fields, strict=False))
     if isinstance(data_type, T.ArrayType):
         return [from_spark(v, data_type.elementType) for v in value]
     if isinstance(data_type, T.MapType):
@@ -35,7 +35,7 @@ def from_ours(value, data_type: ours.DataType):
     if value is None:
         return None
     if isinstance(data_type, ours.StructType):
-        return tuple(from_ours(v, f.data_type) for v, f in zip(value.values(), data_type.fields))
+        return tuple(from_ours(v, f.data_type) for v, f in zip(value.values(), data_type.fields, strict=False))
     if isinstance(data_type, ours.ArrayType):
         return [from_ours(v, data_type.element_type) for v in value]
     if isinstance(data_type, ours.MapType):

@@ -130,7 +130,7 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
     syncs = list(
         run.checkpoint.sync_runs.read_to_the_end_since(since).values("started_at", "new_batches", "new_commits")
     )
-    for earlier, later in zip(syncs, syncs[1:]):
+    for earlier, later in zip(syncs, syncs[1:], strict=False):
         if later["new_batches"] or later["new_commits"]:
             found = f"{later['new_batches']} new batch(es) and {later['new_commits']} new commit(s)"
             ago = int((now - later["started_at"]).total_seconds())
@@ -138,7 +138,8 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
             return Precondition(
                 "query-stopped",
                 False,
-                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; the query is running",
+                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; "
+                "the query is running",
             )
     return Precondition(
         "query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch"

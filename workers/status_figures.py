@@ -34,7 +34,7 @@ def refresh_status_figures(checkpoint: Checkpoint, now: datetime) -> None:
     """Recompute the figures from the stored batches and progress, and save them."""
     batches = _newest_batches(checkpoint)
     starts = [timestamp_ms for _, timestamp_ms in batches]
-    gaps = [(later - earlier) / 1000 for earlier, later in zip(starts, starts[1:]) if later > earlier > 0]
+    gaps = [(later - earlier) / 1000 for earlier, later in zip(starts, starts[1:], strict=False) if later > earlier > 0]
     progress = _progress_of(checkpoint, first_batch=batches[0][0]) if batches else []
     durations = [row["batch_duration_ms"] / 1000 for row in progress if row["batch_duration_ms"] is not None]
     learned = learn_trigger_interval(gaps, durations)

@@ -3,8 +3,8 @@
 Queries per scrape, whatever the number of batches, runs or partitions: 1 checkpoints (with
 correlated subqueries), 2 last sync runs, 3 sync totals, 4 newest progress, 5 its state
 operators, 6 state stores, 7 compactible logs, 8 inventory, 9 findings, 10 maintenance runs,
-11 beat, 12 event-log directories, 13 the health model's figures (status.py, the list's query). The broker is asked once, with a timeout. Nothing reads
-checkpoint storage.
+11 beat, 12 event-log directories, 13 the health model's figures (status.py, the list's
+query). The broker is asked once, with a timeout. Nothing reads checkpoint storage.
 
 A family group is one function ``(rows, labels) -> Iterator[Metric]`` (or fewer arguments) with
 its own fixed queries, called from ``collect`` (maintenance.py is the smallest example).

@@ -43,7 +43,7 @@ def _batch_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabe
         "input_rows_per_second",
         "processed_rows_per_second",
     )
-    for report, pk in ((report, pk) for report in reports for pk in checkpoints_of[report["pk"]]):
+    for report, pk in ((row, pk) for row in reports for pk in checkpoints_of[row["pk"]]):
         add(batch, labels, pk, report["batch_id"])
         add(started, labels, pk, seconds(report["timestamp"]))
         add(duration, labels, pk, duration_ms_to_seconds(report["batch_duration_ms"]))

@@ -38,7 +38,8 @@ def beat_families() -> Iterator:
     last = PeriodicTask.objects.aggregate(last=Max("last_run_at"))["last"]
     family = GaugeMetricFamily(
         PREFIX + "beat_last_run_timestamp_seconds",
-        "Newest last_run_at of celery beat's periodic tasks (Unix seconds). Beat writes it every few minutes, not on every send.",
+        "Newest last_run_at of celery beat's periodic tasks (Unix seconds). "
+        "Beat writes it every few minutes, not on every send.",
     )
     if last is not None:
         family.add_metric([], seconds(last))

@@ -307,8 +307,9 @@ class Checkpoint(models.Model):
         "file log compact interval",
         default=DEFAULT_COMPACT_INTERVAL,
         validators=[MinValueValidator(1)],
-        help_text="The query's spark.sql.streaming.fileSink/fileSource.log.compactInterval. Spark does not write it into "
-        "the checkpoint; it applies until a log has a .compact file, after which the interval is derived from the files.",
+        help_text="The query's spark.sql.streaming.fileSink/fileSource.log.compactInterval. "
+        "Spark does not write it into the checkpoint; it applies until a log has a .compact file, "
+        "after which the interval is derived from the files.",
     )
     expected_trigger_seconds = models.PositiveIntegerField(
         "trigger interval (seconds)",
@@ -322,7 +323,8 @@ class Checkpoint(models.Model):
         null=True,
         blank=True,
         editable=False,
-        help_text="Set when archived: not synced, not listed, not in /metrics; its history stays and it can be restored.",
+        help_text="Set when archived: not synced, not listed, not in /metrics; "
+        "its history stays and it can be restored.",
     )
     query = models.ForeignKey(
         StreamingQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints"

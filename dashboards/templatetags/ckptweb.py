@@ -54,7 +54,8 @@ def sparkline(trend) -> str:
     low, high = trend.low, trend.high
     spread = (high - low) or 1.0
     coordinates = " ".join(
-        f"{minute * SPARK_WIDTH / trend.minutes:.1f},{SPARK_HEIGHT - 2 - (value - low) / spread * (SPARK_HEIGHT - 4):.1f}"
+        f"{minute * SPARK_WIDTH / trend.minutes:.1f},"
+        f"{SPARK_HEIGHT - 2 - (value - low) / spread * (SPARK_HEIGHT - 4):.1f}"
         for minute, value in trend.points
     )
     label = f"batch duration per minute, last hour: {format_span(low / 1000)} to {format_span(high / 1000)}"

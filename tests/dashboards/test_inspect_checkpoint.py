@@ -174,9 +174,9 @@ def test_a_query_that_ran_no_batch_is_summarised_with_a_warning(tmp_path):
     out, err = StringIO(), StringIO()
     call_command("inspect_checkpoint", str(tmp_path), "--json", stdout=out, stderr=err)
     assert json.loads(out.getvalue())["query_id"] == "7f2f8253-89e7-4971-8c29-64755cc9983d"
-    assert (
-        err.getvalue()
-        == f"warning: {tmp_path.as_uri()}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them\n"
+    assert err.getvalue() == (
+        f"warning: {tmp_path.as_uri()}: the query has not run a batch yet (no offsets/<N> file); "
+        "its batches appear once Spark writes them\n"
     )
 
 

@@ -89,7 +89,8 @@ def test_a_purge_preview_with_more_batches_kept_than_stored_says_which_value_wou
     )
 
     assert preview.text == (
-        "nothing to purge: keep_batches 100 keeps batches 8–11 (4 batches), all that is stored; keep_batches 3 or fewer would purge from batch 8"
+        "nothing to purge: keep_batches 100 keeps batches 8–11 (4 batches), "
+        "all that is stored; keep_batches 3 or fewer would purge from batch 8"
     )
     assert not preview.does_something
 
@@ -131,7 +132,8 @@ def test_a_cleanup_preview_keeps_the_offset_logs_batches_unless_told_not_to():
     state = figures(oldest_batch_id=78, oldest_state_version=60)
 
     assert preview_request("cleanup", {"min_versions_to_retain": 100, "keep_offsets_range": True}, state).text == (
-        "delete the state files of versions 60–77 that no version from 78 to 178 loads (a delta chain a retained version replays stays)"
+        "delete the state files of versions 60–77 that no version from 78 to 178 loads "
+        "(a delta chain a retained version replays stays)"
     )
     assert preview_request("cleanup", {"min_versions_to_retain": 150, "keep_offsets_range": True}, state).text == (
         "nothing to do: min_versions_to_retain 150 retains versions 60–178, all that is on disk; "
@@ -171,13 +173,15 @@ def test_a_compact_preview_says_what_the_log_lacks_and_when_spark_would_expire()
     assert preview_request(
         "compact", {"log": "sources/0", "min_batches_to_retain": 100}, figures(logs=(log,))
     ).text == (
-        "nothing to compact: 49.compact is present; nothing to expire in sources/0: Spark expires files only from batch 109 on "
-        "(interval 10, min_batches_to_retain 100) and the log is at batch 57; min_batches_to_retain 48 or fewer would expire from batch 0"
+        "nothing to compact: 49.compact is present; "
+        "nothing to expire in sources/0: Spark expires files only from batch 109 on "
+        "(interval 10, min_batches_to_retain 100) and the log is at batch 57; "
+        "min_batches_to_retain 48 or fewer would expire from batch 0"
     )
     preview = preview_request("compact", {"log": "sources/0", "min_batches_to_retain": 20}, figures(logs=(missing,)))
-    assert (
-        preview.text
-        == "write 49.compact of sources/0, which is missing; expire batches 0–28 (29 batches) of sources/0 (those past the cleanup delay)"
+    assert preview.text == (
+        "write 49.compact of sources/0, which is missing; "
+        "expire batches 0–28 (29 batches) of sources/0 (those past the cleanup delay)"
     )
     assert preview.does_something
 

@@ -241,9 +241,9 @@ def test_the_preview_panel_follows_the_values_typed(oncall_client, checkpoint):
 
     assert "purge offsets and commits of batches 0–1 (2 batches), keep batches 2–11 (10 batches)" in fewer
     assert (
-        "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; keep_batches 11 or fewer"
-        in too_many
-    )
+        "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; "
+        "keep_batches 11 or fewer"
+    ) in too_many
     assert "Enter valid values to see what this would do." in invalid
     assert oncall_client.get(url, {"action": "explode"}).status_code == 404
 
@@ -315,7 +315,8 @@ def test_a_confirmation_refused_by_a_precondition_keeps_the_typed_input_and_is_a
     assert MaintenanceRun.objects.get(pk=planned_run.pk).status == MaintenanceRun.Status.PLANNED
     refusal = planned_run.audit_entries.get(event=AuditEntry.Event.REFUSED)
     assert refusal.detail == (
-        "confirmation refused: another maintenance run of this checkpoint is queued or running; wait for it. Reason typed: “disk almost full”."
+        "confirmation refused: another maintenance run of this checkpoint is queued or running; "
+        "wait for it. Reason typed: “disk almost full”."
     )
     assert not planned_run.audit_entries.filter(event=AuditEntry.Event.CONFIRMED).exists()
     assert other.status == MaintenanceRun.Status.QUEUED

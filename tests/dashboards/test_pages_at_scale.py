@@ -273,8 +273,10 @@ def test_the_table_and_chart_queries_use_an_index_at_200k_batches(viewer_client,
     with connection.cursor() as cursor:
         for owner in (checkpoint, neighbour):
             cursor.execute(
-                "INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf, sources,"
-                " is_committed, synced_at) SELECT %s, g, 1, %s + g * 1000, 0, '{}', '[]', true, now() FROM generate_series(0, 199999) g",
+                "INSERT INTO dashboards_batch (checkpoint_id, batch_id, "
+                "offset_log_version, timestamp_ms, watermark_ms, conf, sources,"
+                " is_committed, synced_at) SELECT %s, g, 1, %s + g * 1000, 0, "
+                "'{}', '[]', true, now() FROM generate_series(0, 199999) g",
                 [owner.pk, START_MS],
             )
         cursor.execute("ANALYZE dashboards_batch")

@@ -67,7 +67,9 @@ def _trace_types_built_by_dashboards() -> set[str]:
 
 def _dict_trace_type(node: ast.Dict) -> str | None:
     """The "type" of a dict literal that has an "x" as well (a trace), else None."""
-    entries = {key.value: value for key, value in zip(node.keys, node.values) if isinstance(key, ast.Constant)}
+    entries = {
+        key.value: value for key, value in zip(node.keys, node.values, strict=True) if isinstance(key, ast.Constant)
+    }
     kind = entries.get("type")
     return kind.value if "x" in entries and isinstance(kind, ast.Constant) else None
 

@@ -34,7 +34,9 @@ ROCKSDB_QUERIES = tuple(name for name in QUERY_NAMES if name.startswith("rocksdb
 CHECKPOINT_V2 = "rocksdb_checkpoint_v2_dedup"
 # Defaults of the confs that QUERY_CONF changes for single queries (SQLConf, Spark 4.3).
 SESSION_DEFAULTS = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    ),
     "spark.sql.streaming.stateStore.compression.codec": "lz4",
     "spark.sql.streaming.stateStore.rowChecksum.enabled": "false",
 }

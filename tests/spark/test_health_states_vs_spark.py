@@ -310,9 +310,12 @@ def _expected_alert(alert: str, labels: dict[str, str]) -> dict:
         for rule in group["rules"]
         if rule.get("alert") == alert
     )
-    render = lambda text: text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace(
-        "{{ $labels.query_name }}", labels.get("query_name", "")
-    )  # noqa: E731
+
+    def render(text: str) -> str:
+        return text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace(
+            "{{ $labels.query_name }}", labels.get("query_name", "")
+        )
+
     return {
         "exp_labels": {"job": "ckptweb", **labels, **rule["labels"]},
         "exp_annotations": {key: render(value.strip()) for key, value in rule["annotations"].items()},

@@ -69,7 +69,9 @@ def test_spark_reads_our_snapshot_and_restarts_from_it_with_the_control_s_output
 
 
 ROCKSDB_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    )
 }
 
 

@@ -188,7 +188,7 @@ def test_every_action_through_the_worker_leaves_a_checkpoint_spark_restarts_with
             )
             tasks.plan_maintenance.apply_async(args=[run.pk], queue=queue)
             run = wait_for(
-                lambda: MaintenanceRun.objects.exclude(status="planning").filter(pk=run.pk).first(),
+                lambda pk=run.pk: MaintenanceRun.objects.exclude(status="planning").filter(pk=pk).first(),
                 f"the {action} plan",
             )
             assert run.status == MaintenanceRun.Status.PLANNED, (
@@ -233,10 +233,9 @@ def test_a_worker_killed_at_any_step_leaves_a_checkpoint_that_restarts_and_a_res
             failpoint.write_text(str(point))
             tasks.run_maintenance.apply_async(args=[run.pk], queue=queue)
             wait_for(lambda: not failpoint.exists(), f"the worker to reach step {point} of {name}")
-            pid = int(
-                wait_for(lambda: MaintenanceRun.objects.get(pk=run.pk).worker, "the run's worker").rsplit(":", 1)[1]
-            )
-            wait_for(lambda: not _alive(pid), f"the worker process {pid} to die")
+            worker = wait_for(lambda pk=run.pk: MaintenanceRun.objects.get(pk=pk).worker, "the run's worker")
+            pid = int(worker.rsplit(":", 1)[1])
+            wait_for(lambda pid=pid: not _alive(pid), f"the worker process {pid} to die")
             assert MaintenanceRun.objects.get(pk=run.pk).status == MaintenanceRun.Status.RUNNING
 
             _assert_restarts_like_the_control(

@@ -27,7 +27,10 @@ QUIET_SECONDS = 12  # the stopped-after floor of this test, so that the stopped 
 BATCHES = 4
 EVERY_SECTION_DRAWN = """() => [...document.querySelectorAll('#timeline .chart, #runtime .chart, #state .chart')]
     .every(el => el.dataset.rendered === 'true')"""
-RUNTIME_POINTS = "() => [...document.querySelectorAll('#runtime .chart')].map(el => Math.max(0, ...el.data.map(t => (t.x || []).length)))"
+RUNTIME_POINTS = (
+    "() => [...document.querySelectorAll('#runtime .chart')].map(el => Math.max(0, "
+    "...el.data.map(t => (t.x || []).length)))"
+)
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ def _restarts(progress: list[dict]) -> list[tuple[int, int]]:
     """(time, batch) of each batch whose run id differs from the batch before it."""
     return [
         (epoch_ms(p["timestamp"]), p["batchId"])
-        for before, p in zip(progress, progress[1:])
+        for before, p in zip(progress, progress[1:], strict=False)
         if p["runId"] != before["runId"]
     ]
 

@@ -39,7 +39,9 @@ COMMON_CONF = {
 }
 PROVIDERS = {
     "hdfs": {
-        "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+        )
     },
     "rocksdb": ROCKSDB_CHANGELOG_CONF,
 }

@@ -1,4 +1,5 @@
-"""On-call in a real browser: ask for a plan with the per-action form, read it, confirm it (or be refused), see the audit trail."""
+"""On-call in a real browser: ask for a plan with the per-action form, read it, confirm it (or be
+refused), see the audit trail."""
 
 from __future__ import annotations
 
@@ -103,14 +104,16 @@ def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defau
     assert page.input_value("#id_keep_batches") == "5"
     assert "Spark's own purge left batches 6–11" in page.inner_text("#parameters-purge")
     assert page.inner_text("#preview-purge") == (
-        "purge offsets and commits of batch 6, keep batches 7–11 (5 batches) (keep the last 5 committed batch(es), up to 11)"
+        "purge offsets and commits of batch 6, "
+        "keep batches 7–11 (5 batches) (keep the last 5 committed batch(es), up to 11)"
     )
     _screenshot(page, "maintenance_request_form.png")
 
     page.fill("#id_keep_batches", "20")
     page.wait_for_function("document.querySelector('#preview-purge').innerText.startsWith('nothing to purge')")
     assert page.inner_text("#preview-purge") == (
-        "nothing to purge: keep_batches 20 keeps batches 6–11 (6 batches), all that is stored; keep_batches 5 or fewer would purge from batch 6"
+        "nothing to purge: keep_batches 20 keeps batches 6–11 (6 batches), "
+        "all that is stored; keep_batches 5 or fewer would purge from batch 6"
     )
     page.set_viewport_size(NARROW)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
@@ -165,6 +168,6 @@ def test_a_refused_confirmation_keeps_its_input_and_appears_in_the_audit_trail(
     entries = page.inner_text("#audit-entries")
     assert "Refused" in entries
     assert (
-        "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. Reason typed: “offsets of the incident week”."
-        in entries
-    )
+        "confirmation refused: Checkpoint name: Type 'orders' exactly to confirm. "
+        "Reason typed: “offsets of the incident week”."
+    ) in entries

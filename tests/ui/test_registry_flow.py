@@ -96,7 +96,8 @@ def test_a_query_that_ran_no_batch_is_registered_with_the_warning_on_its_page(
     _register(page, live_server.url, "fresh", fresh)
 
     assert page.inner_text("p.message.warning") == (
-        f"{fresh.as_uri()}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them"
+        f"{fresh.as_uri()}: the query has not run a batch yet (no offsets/<N> file); "
+        "its batches appear once Spark writes them"
     )
     assert Checkpoint.objects.get().name == "fresh"
     _screenshot(page, "register_not_started")

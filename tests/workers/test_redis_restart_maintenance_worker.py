@@ -136,7 +136,8 @@ def _files(directory: Path) -> set[str]:
 def _report(what: str, back: float) -> None:
     unknown = MaintenanceRun.objects.exclude(status__in=MaintenanceRun.FINAL_STATUSES).count()
     print(
-        f"{what}: runs left in an unknown state {unknown}; run ended {time.monotonic() - back:.1f} s after Redis restarted"
+        f"{what}: runs left in an unknown state {unknown}; "
+        f"run ended {time.monotonic() - back:.1f} s after Redis restarted"
     )
 
 

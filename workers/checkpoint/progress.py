@@ -23,11 +23,11 @@ file sink).
 Listener events in event logs are one JSON object per line whose ``Event`` names the class:
 ``org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent`` (id, runId, name,
 timestamp), ``$QueryProgressEvent`` (progress) and ``$QueryTerminatedEvent`` (id, runId,
-exception, errorClassOnException). ``$QueryIdleEvent`` (3.5+) carries no batch: it tells that the run is alive with no new data.
-Spark 2.0.x wrote ``$QueryProgress``/``$QueryTerminated`` with a ``queryInfo`` object and, in
-2.0.2, the current class names with a ``queryStatus`` object: those carry a session-local integer
-query id and, before 2.0.2, no batch id at all, so they can never be matched with a checkpoint's
-batches and are skipped as well.
+exception, errorClassOnException). ``$QueryIdleEvent`` (3.5+) carries no batch: it tells that
+the run is alive with no new data. Spark 2.0.x wrote ``$QueryProgress``/``$QueryTerminated``
+with a ``queryInfo`` object and, in 2.0.2, the current class names with a ``queryStatus``
+object: those carry a session-local integer query id and, before 2.0.2, no batch id at all, so
+they can never be matched with a checkpoint's batches and are skipped as well.
 """
 
 from __future__ import annotations

@@ -91,7 +91,10 @@ class CheckpointRoot:
     def warning(self) -> str | None:
         """What to tell about an accepted checkpoint, or None."""
         if self.kind is RootKind.NOT_STARTED:
-            return f"{self.url}: the query has not run a batch yet (no offsets/<N> file); its batches appear once Spark writes them"
+            return (
+                f"{self.url}: the query has not run a batch yet (no offsets/<N> file); "
+                "its batches appear once Spark writes them"
+            )
         return None
 
 
@@ -139,7 +142,8 @@ class SinkOutputKind(enum.Enum):
 _SINK_REFUSALS = {
     SinkOutputKind.MISSING: f"no such folder (a file sink creates its {SINK_LOG_DIR} when the query starts)",
     SinkOutputKind.FILE: f"this is a file: give the sink's output folder or its {SINK_LOG_DIR} folder",
-    SinkOutputKind.NO_SINK_LOG: f"no {SINK_LOG_DIR} folder here: not a file sink's output (give the folder the query writes to)",
+    SinkOutputKind.NO_SINK_LOG: f"no {SINK_LOG_DIR} folder here: "
+    "not a file sink's output (give the folder the query writes to)",
 }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .logfile import JsonSite, parse_json_value
 
@@ -84,7 +84,7 @@ class StructType:
         return tuple(f.name for f in self.fields)
 
 
-DataType = Union[AtomicType, DecimalType, ArrayType, MapType, UserDefinedType, StructType]
+DataType = AtomicType | DecimalType | ArrayType | MapType | UserDefinedType | StructType
 
 
 def parse_struct_type(text: str, *, source: str, offset: int | None = None, what: str = "schema") -> StructType:

@@ -290,8 +290,10 @@ def _value_run_patterns(
         value = rb"[\x80-\xff][\x00-\xff]{3}"  # any negative int32: a removal
     else:
         value = re.escape(SIZE.pack(value_size)) + b".{%d}" % value_size
-    records = b"|".join(b"%s.{%d}" % (field, size) for field, size in zip(fields, sizes))
-    keys = b"|".join(b"(?<=%s.{%d}).{%d}" % (field, skip, size - skip) for field, size in zip(fields, sizes))
+    records = b"|".join(b"%s.{%d}" % (field, size) for field, size in zip(fields, sizes, strict=True))
+    keys = b"|".join(
+        b"(?<=%s.{%d}).{%d}" % (field, skip, size - skip) for field, size in zip(fields, sizes, strict=True)
+    )
     run = re.compile(b"(?s)(?:(?:%s)%s)*+" % (records or b"(?!)", value))
     cut = re.compile(b"(?s)(?:%s).{%d}(%s)%s" % (b"|".join(fields) or b"(?!)", skip, keys or b"(?!)", value))
     # An empty group: findall gives b"" (one shared object) per record, allocating nothing.
@@ -345,7 +347,7 @@ def _count_matching_records(
     expected = [raw[start + column : start + column + 1] for column in columns]
     if all(map(eq, slices, (byte * (limit - first) for byte in expected))):
         return limit - first
-    return min(len(piece) - len(piece.lstrip(byte)) for piece, byte in zip(slices, expected))
+    return min(len(piece) - len(piece.lstrip(byte)) for piece, byte in zip(slices, expected, strict=True))
 
 
 def iter_run_keys(raw: bytes, run: RecordRun, *, row_checksum: bool = False) -> Iterator[bytes]:

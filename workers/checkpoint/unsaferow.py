@@ -120,7 +120,7 @@ class _Decoder:
         if fixed_end > size:
             raise self.corrupt(what, f"{size} bytes cannot hold {count} fields", start)
         values, var_bytes = {}, 0
-        for index, (name, field) in enumerate(zip(_unique_names(schema), schema.fields)):
+        for index, (name, field) in enumerate(zip(_unique_names(schema), schema.fields, strict=True)):
             slot_at = start + _bitset_bytes(count) + 8 * index
             path = f"{what}.{name}" if what else name
             if self.is_null(start, index):
@@ -242,7 +242,7 @@ class _Decoder:
             return self.data[start : start + size].hex()
         if len(keys) != len(values):
             raise self.corrupt(path, f"map with {len(keys)} keys and {len(values)} values", start)
-        return list(zip(keys, values))
+        return list(zip(keys, values, strict=True))
 
 
 def _unique_names(schema: StructType) -> list[str]:

@@ -4,9 +4,9 @@ Touches no database: it reads the checkpoint with the format library and prints 
 Any local path or fsspec URL is accepted here (the shell user already has storage access); the
 configured roots only restrict what the web UI registers. A path that holds no checkpoint (missing,
 a file, a folder without Spark's entries) or a --sink-log that holds no file sink log exits with
-status 1 and the reason; a query that has not run a batch yet is summarised with a warning. With ``--via`` it prints the batches
-as a ckptweb server has them, or as storage has them when that server is unreachable or behind
-(workers.checkpoint.client), and says which and why.
+status 1 and the reason; a query that has not run a batch yet is summarised with a warning. With
+``--via`` it prints the batches as a ckptweb server has them, or as storage has them when that
+server is unreachable or behind (workers.checkpoint.client), and says which and why.
 """
 
 import json
@@ -55,7 +55,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--via",
             metavar="SERVER",
-            help="Base URL of a ckptweb server (https://ckptweb.example): print its view of the batches, or storage's when "
+            help="Base URL of a ckptweb server (https://ckptweb.example): "
+            "print its view of the batches, or storage's when "
             "it is unreachable or behind.",
         )
         parser.add_argument(
@@ -126,7 +127,8 @@ def _view_text(view: CheckpointView) -> str:
     lines = [
         f"source:      {origin}",
         f"query id:    {view.query_id or '(unknown)'}",
-        f"batches:     {len(view.batches)}, latest {view.latest_batch_id}, latest committed {view.latest_committed_batch_id}",
+        f"batches:     {len(view.batches)}, latest {view.latest_batch_id}, "
+        f"latest committed {view.latest_committed_batch_id}",
         f"uncommitted: {', '.join(uncommitted) or 'none'}",
     ]
     lines += [

@@ -169,7 +169,8 @@ def test_damaged_metadata_file_raises_a_corrupt_file_error_naming_it(
             parse_offset_seq,
             b'v1\n{"batchTimestampMs":9223372036854775808}',
             CorruptFileError,
-            "offsets/9: line 2 (metadata): 'batchTimestampMs' must be a long integer, found 9223372036854775808 (at byte 3)",
+            "offsets/9: line 2 (metadata): 'batchTimestampMs' must be a long integer, "
+            "found 9223372036854775808 (at byte 3)",
         ),
         (
             parse_offset_seq,
@@ -199,7 +200,8 @@ def test_damaged_metadata_file_raises_a_corrupt_file_error_naming_it(
             parse_offset_seq,
             b'v2\n{"sourceMetadataInfo":{"0":"rate"}}',
             CorruptFileError,
-            "offsets/9: line 2 (metadata): sourceMetadataInfo entry '0' must be a JSON object, found 'rate' (at byte 3)",
+            "offsets/9: line 2 (metadata): sourceMetadataInfo entry '0' must be a JSON object, "
+            "found 'rate' (at byte 3)",
         ),
         (parse_commit, b"", IncompleteLogFileError, "commits/7: Incomplete log file: the file is empty"),
         (parse_commit, b"v4\n{}", UnsupportedVersionError, "commits/7: log version v4 is newer than the supported v3"),
@@ -237,7 +239,8 @@ def test_damaged_metadata_file_raises_a_corrupt_file_error_naming_it(
             parse_commit,
             b'v2\n{"stateUniqueIds":{"op":[["a"]]}}',
             CorruptFileError,
-            "commits/7: line 2 (commit metadata): stateUniqueIds of operator 'op' is not a list of id lists (at byte 3)",
+            "commits/7: line 2 (commit metadata): "
+            "stateUniqueIds of operator 'op' is not a list of id lists (at byte 3)",
         ),
         (
             parse_commit,

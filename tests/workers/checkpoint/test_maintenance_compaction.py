@@ -367,7 +367,8 @@ def test_an_empty_log_has_nothing_to_compact_or_expire(tmp_path):
     )
     assert plan.is_empty and plan.is_allowed()
     assert plan.summary == (
-        "nothing to compact: _spark_metadata has no compaction batch yet (the first is batch 9); nothing to expire: _spark_metadata has no batch file"
+        "nothing to compact: _spark_metadata has no compaction batch yet (the first is batch 9); "
+        "nothing to expire: _spark_metadata has no batch file"
     )
 
 

@@ -151,8 +151,10 @@ def test_a_purge_blocked_by_state_names_the_state_version_and_what_lets_it_go(tm
     plan = plan_purge(CheckpointStorage(str(query)), keep_batches=1, now=LATER)
 
     assert plan.summary == (
-        f"nothing to purge: batch 8, the oldest stored, is still needed: state version {oldest_version} is still on disk "
-        f"and is read with batch {oldest_version - 1}'s offsets and commits (a cleanup of old state files lets older batches go)"
+        "nothing to purge: batch 8, the oldest stored, is still needed: "
+        f"state version {oldest_version} is still on disk "
+        f"and is read with batch {oldest_version - 1}'s offsets and commits "
+        "(a cleanup of old state files lets older batches go)"
     )
 
 
@@ -181,7 +183,8 @@ def test_a_stream_stream_join_snapshot_names_the_longest_chain():
         CheckpointStorage(str(OUR_FIXTURES / "stream_stream_join/checkpoint")), min_chain=10, now=LATER
     )
     assert re.fullmatch(
-        r"nothing to do: the longest delta chain is 3 delta\(s\) \(state/0/\d/[\w-]+ at version 12\), not more than min_chain 10; "
+        r"nothing to do: the longest delta chain is 3 delta\(s\) "
+        r"\(state/0/\d/[\w-]+ at version 12\), not more than min_chain 10; "
         r"min_chain 2 or lower would snapshot it",
         plan.summary,
     ), plan.summary
@@ -226,7 +229,8 @@ def test_cleanup_kept_by_the_offset_log_says_so_and_how_to_change_it():
     )
     # offsets/ starts at batch 3 and the oldest state version on disk is 3 (the fixture's files).
     assert plan.summary == (
-        "nothing to do: versions 3–6 on disk must stay loadable because offsets/ still holds batch 3 (keep_offsets_range); "
+        "nothing to do: versions 3–6 on disk must stay loadable "
+        "because offsets/ still holds batch 3 (keep_offsets_range); "
         "turn it off, or purge offsets/ first"
     )
 

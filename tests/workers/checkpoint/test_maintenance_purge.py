@@ -193,7 +193,8 @@ def test_on_a_spark_checkpoint_the_retained_state_versions_bind(tmp_path):
     # Spark kept offsets from batch 3 on; the oldest state version it kept needs batch min - 1.
     assert min(versions) - 1 <= 3 and plan.is_empty
     assert plan.summary.startswith(
-        f"nothing to purge: batch 3, the oldest stored, is still needed: state version {min(versions)} is still on disk "
+        "nothing to purge: batch 3, the oldest stored, is still needed: "
+        f"state version {min(versions)} is still on disk "
         f"and is read with batch {min(versions) - 1}'s offsets and commits"
     )
 

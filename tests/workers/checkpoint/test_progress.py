@@ -86,7 +86,7 @@ def test_recorded_progress_reads_with_the_values_spark_wrote(origin, recorded):
 def test_state_operator_metrics_read_as_spark_wrote_them(origin, recorded):
     progress = progress_from_dict(recorded, source=origin)
     assert len(progress.state_operators) == len(recorded["stateOperators"])
-    for operator, written in zip(progress.state_operators, recorded["stateOperators"]):
+    for operator, written in zip(progress.state_operators, recorded["stateOperators"], strict=True):
         assert operator.operator_name == written["operatorName"]
         assert (operator.num_rows_total, operator.num_rows_updated, operator.num_rows_removed) == (
             written["numRowsTotal"],

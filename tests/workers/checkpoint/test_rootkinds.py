@@ -151,7 +151,8 @@ def test_a_folder_without_a_sink_log_is_refused(tmp_path):
     sink = classify_sink_output(CheckpointStorage(str(tmp_path)))
     assert sink.kind is SinkOutputKind.NO_SINK_LOG
     assert str(sink.refusal) == (
-        f"{tmp_path.as_uri()}: no _spark_metadata folder here: not a file sink's output (give the folder the query writes to)"
+        f"{tmp_path.as_uri()}: no _spark_metadata folder here: "
+        "not a file sink's output (give the folder the query writes to)"
     )
 
 
