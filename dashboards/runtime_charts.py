@@ -269,10 +269,15 @@ def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, Figure]:
 
 
 def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit: str, number_format: str) -> Figure:
-    traces = [
-        _trace(points, value, name=label, colour=colour, unit=unit, number_format=number_format)
-        for colour, (label, points) in zip(_PALETTE, series, strict=False)
-    ]
+    """A line per operator: past the palette's colours they come round again with another dash,
+    so a query with more stateful operators than colours still has every one drawn."""
+    traces = []
+    for index, (label, points) in enumerate(series):
+        trace = _trace(
+            points, value, name=label, colour=_PALETTE[index % len(_PALETTE)], unit=unit, number_format=number_format
+        )
+        trace["line"]["dash"] = _DASHES[index // len(_PALETTE) % len(_DASHES)]
+        traces.append(trace)
     return _figure(traces, unit)
 
 

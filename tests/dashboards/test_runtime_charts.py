@@ -556,3 +556,33 @@ def test_a_copy_behind_the_live_checkpoint_shows_only_its_own_batches_progress(
     assert (newest_served(copy), newest_served(dedup)) == (14, 15)
     assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "copy") == 14
     assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "file_source_dedup") == 15
+
+
+def test_a_query_with_more_stateful_operators_than_colours_has_every_one_drawn_and_told_apart(viewer_client):
+    operators = 10  # the palette has 8 colours
+    query = StreamingQuery.objects.create(query_id=uuid.uuid5(uuid.NAMESPACE_DNS, "many-operators"))
+    checkpoint = make_checkpoint(name="many-operators", url="/nowhere/many-operators", query=query)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=2)
+    for batch_id in range(3):
+        progress = BatchProgress.objects.create(
+            query=query,
+            batch_id=batch_id,
+            timestamp=datetime.fromtimestamp((START_MS + batch_id * 1000) / 1000, tz=UTC),
+            origin="listener",
+            batch_duration_ms=500,
+        )
+        StateOperatorMetrics.objects.bulk_create(
+            StateOperatorMetrics(
+                progress=progress,
+                operator_index=index,
+                operator_name=f"op{index}",
+                num_rows_total=index,
+                memory_used_bytes=1_000,
+            )
+            for index in range(operators)
+        )
+
+    traces = _figures(viewer_client, checkpoint)["state-rows"]["data"]
+
+    assert sorted(trace["y"][0] for trace in traces) == list(range(operators))
+    assert len({(trace["line"]["color"], trace["line"]["dash"]) for trace in traces}) == operators
