@@ -21,11 +21,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-from bench.load import _percentile, _recreate_database, _start, _stop, cookie_header, logged_in_session
+from bench.load import (
+    _percentile,
+    _recreate_database,
+    _start,
+    _stop,
+    cookie_header,
+    gunicorn_command,
+    logged_in_session,
+)
 from bench.pages_at_scale import PASSWORD, USER, _empty_cache, _environment, _wait_for, migrate_with_user
 from bench.wrk import require_wrk, run_one_client, run_wrk
 
@@ -165,18 +172,7 @@ def main() -> None:
     _fill(args)
     _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
-    gunicorn = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "ckptweb.wsgi",
-        "--bind",
-        f"127.0.0.1:{args.port}",
-        "--workers",
-        str(args.gunicorn_workers),
-        "--timeout",
-        "120",
-    ]
+    gunicorn = gunicorn_command(args.port, args.gunicorn_workers, timeout_seconds=120)
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)

@@ -118,6 +118,21 @@ def _start(command: list[str], env: dict[str, str], log: Path, *, cwd: Path = RE
     )
 
 
+def gunicorn_command(port: int, workers: int, *, timeout_seconds: int | None = None) -> list[str]:
+    """The command that serves the dashboard as production does (gunicorn), for a bench."""
+    timeout = [] if timeout_seconds is None else ["--timeout", str(timeout_seconds)]
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "ckptweb.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+    ] + timeout
+
+
 def _stop(processes: list[subprocess.Popen]) -> None:
     for process in processes:
         if process.poll() is None:
@@ -307,16 +322,7 @@ def main() -> None:
             f"load{number}@%h",
         ]
         processes.append(_start(command, env, args.workdir / f"worker{number}.log"))
-    gunicorn = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "ckptweb.wsgi",
-        "--bind",
-        f"127.0.0.1:{args.port}",
-        "--workers",
-        str(args.gunicorn_workers),
-    ]
+    gunicorn = gunicorn_command(args.port, args.gunicorn_workers)
     processes.append(_start(gunicorn, env, args.workdir / "gunicorn.log"))
     try:
         print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")

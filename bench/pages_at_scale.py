@@ -20,13 +20,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import requests
 
-from bench.load import _database_url, _percentile, _recreate_database, _start, _stop, cookie_header, logged_in_session
+from bench.load import (
+    _database_url,
+    _percentile,
+    _recreate_database,
+    _start,
+    _stop,
+    cookie_header,
+    gunicorn_command,
+    logged_in_session,
+)
 from bench.wrk import require_wrk, run_wrk
 
 USER, PASSWORD = "pages", "pages-bench-password"
@@ -225,18 +233,7 @@ def main() -> None:
     checkpoint = _fill(args)
     _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
-    gunicorn = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "ckptweb.wsgi",
-        "--bind",
-        f"127.0.0.1:{args.port}",
-        "--workers",
-        str(args.gunicorn_workers),
-        "--timeout",
-        "120",
-    ]
+    gunicorn = gunicorn_command(args.port, args.gunicorn_workers, timeout_seconds=120)
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
