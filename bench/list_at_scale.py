@@ -33,10 +33,10 @@ from bench.load import (
     gunicorn_command,
     logged_in_session,
 )
+from bench.page_load import CHROMIUM, CHROMIUM_ARGS
 from bench.pages_at_scale import PASSWORD, USER, _empty_cache, _environment, _wait_for, migrate_with_user
 from bench.wrk import require_wrk, run_one_client, run_wrk
 
-CHROMIUM = "/usr/bin/chromium"
 FILL_SQL = (
     # Every checkpoint has its query; one in 50 shares the query of the one before (a copy).
     """INSERT INTO dashboards_streamingquery (query_id, name, first_seen_at)
@@ -122,16 +122,7 @@ def _browser_visits(base: str, visits: int) -> list[float]:
 
     times = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{base}/login/")
         page.fill("input[name=username]", USER)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from bench.page_load import CHROMIUM, CHROMIUM_ARGS  # the chromium the benches start too
 from fixture_paths import REPO_DIR
 
 # Screenshots for a human to look at after a run (git-ignored).
@@ -25,22 +25,12 @@ def log_in(page, base_url: str, path: str, username: str, password: str) -> None
     page.click("button[type=submit]")
 
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # How long any wait of a UI test may last (a selector, an expect, a navigation) before it fails
 # naming what it waited for; Playwright's own defaults (30 s, 5 s for expect) are too short on a
 # shared 2-core machine running other suites.
 UI_WAIT_MS = 90_000
 # Playwright's sync API runs an event loop in this thread; the ORM calls below stay synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def open_page(*extra_args: str):
