@@ -18,6 +18,11 @@ class KeysetSlice:
     more: bool  # a row exists past the last one returned, in the reading direction
 
 
+def filter_given(queryset: QuerySet, **bounds) -> QuerySet:
+    """``queryset`` filtered by the lookups in ``bounds`` whose value is given (not None)."""
+    return queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None})
+
+
 def read_past(
     queryset: QuerySet,
     *,
@@ -29,7 +34,6 @@ def read_past(
 ) -> KeysetSlice:
     """At most ``limit`` rows of ``queryset`` with ``key`` > ``after`` and < ``before`` (each when given),
     ascending by ``key``, or descending when ``newest_first``."""
-    bounds = {f"{key}__gt": after, f"{key}__lt": before}
-    past = queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None})
+    past = filter_given(queryset, **{f"{key}__gt": after, f"{key}__lt": before})
     rows = list(past.order_by(f"-{key}" if newest_first else key)[: limit + 1])
     return KeysetSlice(rows[:limit], len(rows) > limit)

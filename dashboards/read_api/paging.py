@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import serializers
 
-from ..keyset import read_past
+from ..keyset import filter_given, read_past
 
 DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
@@ -76,7 +76,6 @@ class KeysetPage:
 def read_keyset_page(queryset: QuerySet, *, key: str, params: dict) -> KeysetPage:
     """Return the rows of ``queryset`` in ascending ``key`` order after ``params["after"]``, within
     ``from``..``to`` (both inclusive), at most ``params["limit"]`` of them."""
-    bounds = {f"{key}__gte": params.get("start"), f"{key}__lte": params.get("end")}
-    in_range = queryset.filter(**{lookup: value for lookup, value in bounds.items() if value is not None})
+    in_range = filter_given(queryset, **{f"{key}__gte": params.get("start"), f"{key}__lte": params.get("end")})
     page = read_past(in_range, key=key, limit=params["limit"], after=params.get("after"))
     return KeysetPage(page.rows, getattr(page.rows[-1], key) if page.more else None)
