@@ -40,6 +40,8 @@ def utc_seconds(moment) -> str:
 
 
 SPARK_WIDTH, SPARK_HEIGHT = 120, 24
+# Room at each edge for the newest point's dot and the line's width.
+SPARK_PAD = 3
 
 
 @register.simple_tag
@@ -47,21 +49,28 @@ def sparkline(trend) -> str:
     """An inline SVG line of a Trend (dashboards.trends): batch duration per minute, last hour.
 
     The vertical scale runs from the trend's own low to its high (said in the tooltip and the
-    accessible label), so the line shows the shape, and the words give the values.
+    accessible label), so the line shows the shape, and the words give the values. The time axis
+    is the whole hour for every row, so rows compare; a dot marks the newest minute, so a query
+    that started a minute ago (one point, no line) still shows, at the right edge.
     """
     if trend is None or not trend.points:
         return mark_safe('<span class="spark-empty" title="no progress in the last hour">—</span>')
     low, high = trend.low, trend.high
     spread = (high - low) or 1.0
-    coordinates = " ".join(
-        f"{minute * SPARK_WIDTH / trend.minutes:.1f},"
-        f"{SPARK_HEIGHT - 2 - (value - low) / spread * (SPARK_HEIGHT - 4):.1f}"
+    points = [
+        (
+            SPARK_PAD + minute * (SPARK_WIDTH - 2 * SPARK_PAD) / trend.minutes,
+            SPARK_HEIGHT - SPARK_PAD - (value - low) / spread * (SPARK_HEIGHT - 2 * SPARK_PAD),
+        )
         for minute, value in trend.points
-    )
+    ]
+    coordinates = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    newest_x, newest_y = (f"{figure:.1f}" for figure in points[-1])
     label = f"batch duration per minute, last hour: {format_span(low / 1000)} to {format_span(high / 1000)}"
     return format_html(
         '<svg class="spark" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
-        '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/></svg>'
+        '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/>'
+        '<circle cx="{}" cy="{}" r="2" fill="currentColor"/></svg>'
         '<div class="small spark-scale">{} – {}</div>',
         SPARK_WIDTH,
         SPARK_HEIGHT,
@@ -70,6 +79,8 @@ def sparkline(trend) -> str:
         label,
         label,
         coordinates,
+        newest_x,
+        newest_y,
         format_span(low / 1000),
         format_span(high / 1000),
     )

@@ -37,3 +37,35 @@ def test_ago_counts_seconds_under_a_minute():
 def test_a_span_in_milliseconds_keeps_zero_in_milliseconds(milliseconds, text):
     # "1 ms against 0 s" on the batch page read as two units.
     assert span_ms(milliseconds) == text
+
+
+def _circles_and_lines(svg: str) -> tuple[list[tuple[float, float]], list[str]]:
+    import re
+
+    circles = [(float(x), float(y)) for x, y in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)]
+    return circles, re.findall(r'<polyline points="([^"]*)"', svg)
+
+
+def test_a_query_one_minute_old_shows_a_dot_inside_the_sparkline():
+    """One minute of batches is one point: a polyline of one point draws nothing, so the dot does."""
+    from dashboards.templatetags.ckptweb import SPARK_HEIGHT, SPARK_WIDTH, sparkline
+    from dashboards.trends import TREND_MINUTES, Trend
+
+    circles, _ = _circles_and_lines(sparkline(Trend(((TREND_MINUTES, 480.0),), TREND_MINUTES)))
+
+    assert len(circles) == 1
+    (x, y) = circles[0]
+    radius = 2
+    assert radius <= x <= SPARK_WIDTH - radius and radius <= y <= SPARK_HEIGHT - radius
+
+
+def test_the_dot_marks_the_newest_minute_and_the_hour_spans_the_width():
+    from dashboards.templatetags.ckptweb import SPARK_WIDTH, sparkline
+    from dashboards.trends import Trend
+
+    circles, lines = _circles_and_lines(sparkline(Trend(((0, 900.0), (30, 100.0), (60, 500.0)), 60)))
+
+    xs = [float(pair.split(",")[0]) for pair in lines[0].split()]
+    assert circles == [tuple(float(f) for f in lines[0].split()[-1].split(","))]
+    assert xs[0] < SPARK_WIDTH * 0.1 and xs[-1] > SPARK_WIDTH * 0.9, "the hour's ends sit at the svg's ends"
+    assert abs(xs[1] - (xs[0] + xs[2]) / 2) < 0.1, "minute 30 halfway"
