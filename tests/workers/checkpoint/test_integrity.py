@@ -91,8 +91,8 @@ EXPECTED = {
         ("error", "offsets-gap", "offsets/3"),
         ("info", "batch-uncommitted", "offsets/4"),
     },
-    # Spark 2.1 had no commit log: batches 0 and 1 both look uncommitted.
-    "checkpoint-version-2.1.0": {("warning", "uncommitted-batches", "offsets/0")},
+    # Spark 2.1 wrote no commit log: batches 0 and 1 have no commit, and Spark takes batch 0 as done.
+    "checkpoint-version-2.1.0": {("info", "no-commit-log", "commits")},
     "checkpoint-version-2.3.1-streaming-aggregate-state-format-1": set(),
     "checkpoint-version-2.4.0-streaming-join": set(),
     "checkpoint-version-3.2.0-deduplication-with-repartition": set(),
@@ -232,6 +232,14 @@ DAMAGES = [
         _delete(*_with_checksum("commits/11"), *_with_checksum("commits/10")),
         {("warning", "uncommitted-batches", "offsets/10")},
     ),
+    (
+        "every commit deleted, commits/ kept",
+        W,
+        _delete(*(path for batch_id in range(8, 12) for path in _with_checksum(f"commits/{batch_id}"))),
+        {("warning", "uncommitted-batches", "offsets/8")},
+    ),
+    # As Spark 2.1 left a checkpoint: Spark resumes it, taking the batches before the latest as done.
+    ("commits/ directory removed", W, _delete("commits"), {("info", "no-commit-log", "commits")}),
     (
         "a commit below the latest deleted",
         W,
@@ -475,6 +483,7 @@ RESTART_CASES = [
     "offsets before the latest deleted",
     "latest offsets deleted, commit kept",
     "latest two commits deleted",
+    "commits/ directory removed",
     "latest offsets file emptied",
     "old offsets file emptied",
     "offsets header bumped to v99",

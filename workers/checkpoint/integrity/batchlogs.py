@@ -1,6 +1,7 @@
 """Checks of the batch logs, ``offsets/`` and ``commits/``: gaps, uncommitted batches, commits without offsets.
 
-Codes: offsets-gap, batch-uncommitted, uncommitted-batches, commit-missing, commit-without-offsets.
+Codes: offsets-gap, batch-uncommitted, uncommitted-batches, no-commit-log, commit-missing,
+commit-without-offsets.
 They need only the listed batch ids, which is why they take those and not the whole facts.
 """
 
@@ -50,8 +51,11 @@ def _batch_range(first: int, last: int) -> str:
     return f"batch {first}" if first == last else f"batches {first} to {last}"
 
 
-def check_uncommitted(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> Iterator[Finding]:
-    """Batches with offsets but no commit: one after the latest commit is normal, more is not."""
+def check_uncommitted(
+    offset_ids: Sequence[int], commit_ids: Sequence[int], *, commit_log_present: bool = True
+) -> Iterator[Finding]:
+    """Batches with offsets but no commit: one after the latest commit is normal, more is not,
+    unless there is no ``commits/`` directory at all (Spark 2.1 and earlier wrote none)."""
     if not offset_ids:
         return
     latest, committed = offset_ids[-1], set(commit_ids)
@@ -64,6 +68,8 @@ def check_uncommitted(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> I
             f"batch {latest} was planned but has no commit",
             f"Spark re-runs batch {latest} with the same offsets.",
         )
+    elif len(beyond) > 1 and not commit_log_present:
+        yield _no_commit_log(latest)
     elif len(beyond) > 1:
         yield _uncommitted_batches(beyond, commit_ids)
     for batch_id in offset_ids:
@@ -86,6 +92,19 @@ def _uncommitted_batches(beyond: list[int], commit_ids: Sequence[int]) -> Findin
         f"{len(beyond)} batches have offsets but no commit ({beyond[0]} to {beyond[-1]}) {since}",
         f"Spark re-runs only batch {beyond[-1]}, from the offsets of batch {beyond[-1] - 1}; the other "
         "uncommitted batches are never re-run, so their data may be missing from the sink.",
+    )
+
+
+def _no_commit_log(latest: int) -> Finding:
+    # MicroBatchExecution.populateStartOffsets: with no commit log ("no commit log present"),
+    # the batches before the latest count as done; it writes commits/ from the re-run on.
+    return Finding(
+        "info",
+        "no-commit-log",
+        COMMITS_DIR,
+        f"there is no {COMMITS_DIR}/ directory: Spark 2.1 and earlier wrote no commit log",
+        f"Spark treats batches 0 to {latest - 1} as done and re-runs batch {latest} from the offsets of "
+        f"batch {latest - 1}; it writes {COMMITS_DIR}/ from then on.",
     )
 
 

@@ -73,6 +73,11 @@ class CheckpointFacts:
         object.__setattr__(self, "offset_ids", list_batch_ids(self.listing, OFFSETS_DIR))  # type: ignore[arg-type]
         object.__setattr__(self, "commit_ids", list_batch_ids(self.listing, COMMITS_DIR))  # type: ignore[arg-type]
 
+    @property
+    def commit_log_present(self) -> bool:
+        """Whether the root holds a ``commits/`` directory (Spark 2.2 and later create it at start)."""
+        return any(info.is_dir and info.name == COMMITS_DIR for info in self.listing.list_dir())
+
     def value_of(self, path: str) -> Any:
         """The parsed value of a file that was read, or None."""
         return next((read.value for read in self.reads if read.path == path), None)
