@@ -1,9 +1,9 @@
 """The health model's families: each checkpoint's status and every condition that holds.
 
-One query (CheckpointQuerySet.for_status_list, the list page's) and dashboards.query_status.assess
-at scrape time, so a graph, an alert and the pages say the same. Each family has one sample per
-checkpoint and state, 1 or 0, as kube-state-metrics does for a pod's phase: a state that stops
-holding drops to 0 instead of vanishing, so alerts resolve.
+One query (CheckpointQuerySet.status_list_rows, the list page's: plain rows, no model instances)
+and dashboards.query_status.assess at scrape time, so a graph, an alert and the pages say the
+same. Each family has one sample per checkpoint and state, 1 or 0, as kube-state-metrics does for
+a pod's phase: a state that stops holding drops to 0 instead of vanishing, so alerts resolve.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..models import Checkpoint
+from ..models.core import status_facts_of
 from ..query_status import State, Thresholds, assess
 from .families import CheckpointLabels, add, gauge, seconds
 
@@ -34,11 +35,11 @@ def status_families(labels: CheckpointLabels) -> Iterator:
         "Since when the status holds (Unix seconds), where the model knows.",
     )
     now, thresholds = timezone.now(), Thresholds.from_settings(settings)
-    for checkpoint in Checkpoint.objects.for_status_list():
-        assessed = assess(checkpoint.status_facts(), now=now, thresholds=thresholds)
+    for row in Checkpoint.objects.status_list_rows():
+        assessed = assess(status_facts_of(row), now=now, thresholds=thresholds)
         holding = {held.state for held in assessed.conditions}
         for state in State:
-            add(status, labels, checkpoint.pk, int(state is assessed.state), state.slug)
-            add(condition, labels, checkpoint.pk, int(state in holding), state.slug)
-        add(since, labels, checkpoint.pk, seconds(assessed.since))
+            add(status, labels, row["id"], int(state is assessed.state), state.slug)
+            add(condition, labels, row["id"], int(state in holding), state.slug)
+        add(since, labels, row["id"], seconds(assessed.since))
     yield from (status, condition, since)

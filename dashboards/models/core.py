@@ -168,10 +168,6 @@ def status_facts_of(row: Mapping[str, Any]) -> StatusFacts:
 
 
 class CheckpointQuerySet(models.QuerySet):
-    def for_status_list(self) -> CheckpointQuerySet:
-        """Every checkpoint with the columns and annotations the list and the health model need."""
-        return self.active().with_status_facts().select_related("query").defer("sync_lease_owner", "sync_lease_until")
-
     def status_list_rows(self) -> CheckpointQuerySet:
         """The list's rows as plain dicts: the health model's figures (STATUS_FACT_FIELDS) and what
         the list shows, filters and sorts on. No model instances: 1,000 of them cost more than the query."""

@@ -236,7 +236,7 @@ def test_archiving_stops_syncs_hides_it_from_the_list_and_keeps_every_row(operat
     assert PeriodicTask.objects.get(name=f"sync checkpoint {synced.pk}").enabled is False
     assert sync_checkpoint(synced.pk) is None  # a sync queued anyway does nothing
     assert SyncRun.objects.count() == runs
-    assert list(Checkpoint.objects.for_status_list()) == []
+    assert list(Checkpoint.objects.status_list_rows()) == []
     link = f'href="{synced.get_absolute_url()}"'
     assert link not in operator_client.get(reverse("dashboards:checkpoint-list")).content.decode()
     assert link in operator_client.get(reverse("dashboards:archived-checkpoint-list")).content.decode()
