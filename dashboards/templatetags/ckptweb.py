@@ -50,8 +50,9 @@ def sparkline(trend) -> str:
 
     The vertical scale runs from the trend's own low to its high (said in the tooltip and the
     accessible label), so the line shows the shape, and the words give the values. The time axis
-    is the whole hour for every row, so rows compare; a dot marks the newest minute, so a query
-    that started a minute ago (one point, no line) still shows, at the right edge.
+    is the whole hour for every row, so rows compare, drawn as a faint line under the trend; a dot
+    marks the newest minute, so a query that started a minute ago (one point, no line) still
+    shows, at the right end of that hour.
     """
     if trend is None or not trend.points:
         return mark_safe('<span class="spark-empty" title="no progress in the last hour">—</span>')
@@ -69,6 +70,7 @@ def sparkline(trend) -> str:
     label = f"batch duration per minute, last hour: {format_span(low / 1000)} to {format_span(high / 1000)}"
     return format_html(
         '<svg class="spark" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
+        '<line class="spark-axis" x1="{}" y1="{}" x2="{}" y2="{}"/>'
         '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/>'
         '<circle cx="{}" cy="{}" r="2" fill="currentColor"/></svg>'
         '<div class="small spark-scale">{} – {}</div>',
@@ -78,6 +80,10 @@ def sparkline(trend) -> str:
         SPARK_HEIGHT,
         label,
         label,
+        SPARK_PAD,
+        SPARK_HEIGHT - 1,
+        SPARK_WIDTH - SPARK_PAD,
+        SPARK_HEIGHT - 1,
         coordinates,
         newest_x,
         newest_y,
