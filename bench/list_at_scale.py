@@ -100,6 +100,13 @@ VARIANTS = {
 }
 
 
+def add_fill_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``_fill``: the server and how many checkpoints and batches each."""
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--checkpoints", type=int, default=1_000)
+    parser.add_argument("--batches-each", type=int, default=1_000)
+
+
 def _fill(args: argparse.Namespace) -> None:
     migrate_with_user(args)
     from django.db import connection
@@ -141,9 +148,7 @@ def _browser_visits(base: str, visits: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-list"))
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--checkpoints", type=int, default=1_000)
-    parser.add_argument("--batches-each", type=int, default=1_000)
+    add_fill_arguments(parser)
     parser.add_argument("--seconds", type=int, default=10, help="how long wrk keeps each variant busy")
     parser.add_argument("--visits", type=int, default=10)
     parser.add_argument("--gunicorn-workers", type=int, default=2)

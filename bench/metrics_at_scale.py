@@ -24,6 +24,7 @@ import statistics
 import time
 from pathlib import Path
 
+from bench.list_at_scale import _fill, add_fill_arguments
 from bench.load import _percentile, _recreate_database
 from bench.pages_at_scale import _environment
 
@@ -62,9 +63,7 @@ def _scrape_times(scrapes: int) -> tuple[list[float], int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-metrics"))
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--checkpoints", type=int, default=1_000)
-    parser.add_argument("--batches-each", type=int, default=1_000)
+    add_fill_arguments(parser)
     parser.add_argument("--scrapes", type=int, default=30)
     parser.add_argument("--reuse", action="store_true", help="time the data already in ckptweb_load")
     parser.add_argument("--redis-url", default="", help="the shared cache's Redis (default: none, as in the test)")
@@ -74,8 +73,6 @@ def main() -> None:
     if args.reuse:
         _set_up_django(args)
     else:
-        from bench.list_at_scale import _fill
-
         _recreate_database(args.database_url)
         _fill(args)
     times, statements, size = _scrape_times(args.scrapes)
