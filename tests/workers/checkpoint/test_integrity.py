@@ -238,8 +238,15 @@ DAMAGES = [
         _delete(*(path for batch_id in range(8, 12) for path in _with_checksum(f"commits/{batch_id}"))),
         {("warning", "uncommitted-batches", "offsets/8")},
     ),
-    # As Spark 2.1 left a checkpoint: Spark resumes it, taking the batches before the latest as done.
-    ("commits/ directory removed", W, _delete("commits"), {("info", "no-commit-log", "commits")}),
+    # Not taken for a Spark 2.1 checkpoint (no-commit-log): its offsets carry the SQL conf 2.2 added.
+    ("commits/ directory removed", W, _delete("commits"), {("warning", "uncommitted-batches", "offsets/8")}),
+    # The same batches, with the commits/ directory Spark 2.2 would have made: no longer a 2.1 checkpoint.
+    (
+        "an empty commits/ beside Spark 2.1's offsets",
+        "checkpoint-version-2.1.0",
+        lambda checkpoint: (checkpoint / "commits").mkdir(),
+        {("warning", "uncommitted-batches", "offsets/0")},
+    ),
     (
         "a commit below the latest deleted",
         W,

@@ -30,8 +30,8 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
     offsets-gap              batch ids missing from ``offsets/``
     batch-uncommitted        the latest batch has offsets but no commit (normal after a stop mid-batch)
     uncommitted-batches      more than one batch after the latest commit
-    no-commit-log            no ``commits/`` directory, as Spark 2.1 and earlier wrote (the batches
-                             before the latest count as done)
+    no-commit-log            written by Spark 2.1 or earlier: no ``commits/`` directory and no SQL
+                             conf in the offsets (the batches before the latest count as done)
     commit-missing           a batch below the latest commit has offsets but no commit
     commit-without-offsets   ``commits/<N>`` beyond the latest offsets
     compact-missing          a ``N.compact`` the latest batch of a compactible log is read through

@@ -52,10 +52,10 @@ def _batch_range(first: int, last: int) -> str:
 
 
 def check_uncommitted(
-    offset_ids: Sequence[int], commit_ids: Sequence[int], *, commit_log_present: bool = True
+    offset_ids: Sequence[int], commit_ids: Sequence[int], *, predates_commit_log: bool = False
 ) -> Iterator[Finding]:
     """Batches with offsets but no commit: one after the latest commit is normal, more is not,
-    unless there is no ``commits/`` directory at all (Spark 2.1 and earlier wrote none)."""
+    unless Spark 2.1 or earlier wrote the checkpoint (CheckpointFacts.predates_commit_log)."""
     if not offset_ids:
         return
     latest, committed = offset_ids[-1], set(commit_ids)
@@ -68,7 +68,7 @@ def check_uncommitted(
             f"batch {latest} was planned but has no commit",
             f"Spark re-runs batch {latest} with the same offsets.",
         )
-    elif len(beyond) > 1 and not commit_log_present:
+    elif len(beyond) > 1 and predates_commit_log:
         yield _no_commit_log(latest)
     elif len(beyond) > 1:
         yield _uncommitted_batches(beyond, commit_ids)
@@ -102,7 +102,8 @@ def _no_commit_log(latest: int) -> Finding:
         "info",
         "no-commit-log",
         COMMITS_DIR,
-        f"there is no {COMMITS_DIR}/ directory: Spark 2.1 and earlier wrote no commit log",
+        f"there is no {COMMITS_DIR}/ directory and the offsets carry no SQL conf: Spark 2.1 or earlier "
+        "wrote this checkpoint, and kept no commit log",
         f"Spark treats batches 0 to {latest - 1} as done and re-runs batch {latest} from the offsets of "
         f"batch {latest - 1}; it writes {COMMITS_DIR}/ from then on.",
     )

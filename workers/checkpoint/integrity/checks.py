@@ -22,7 +22,7 @@ def run_checks(facts: CheckpointFacts) -> list[Finding]:
         *check_read_files(facts),
         *check_empty_files(facts),
         *check_offsets_gaps(facts.offset_ids),
-        *check_uncommitted(facts.offset_ids, facts.commit_ids, commit_log_present=facts.commit_log_present),
+        *check_uncommitted(facts.offset_ids, facts.commit_ids, predates_commit_log=facts.predates_commit_log),
         *check_commits_without_offsets(facts.offset_ids, facts.commit_ids),
         *check_compactible_logs(facts),
         *check_sink_log_behind(facts),

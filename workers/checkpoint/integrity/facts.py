@@ -74,9 +74,16 @@ class CheckpointFacts:
         object.__setattr__(self, "commit_ids", list_batch_ids(self.listing, COMMITS_DIR))  # type: ignore[arg-type]
 
     @property
-    def commit_log_present(self) -> bool:
-        """Whether the root holds a ``commits/`` directory (Spark 2.2 and later create it at start)."""
-        return any(info.is_dir and info.name == COMMITS_DIR for info in self.listing.list_dir())
+    def predates_commit_log(self) -> bool:
+        """Whether Spark 2.1 or earlier wrote this checkpoint: no ``commits/`` directory (Spark 2.2
+        and later create it at start) and the latest offsets carry no SQL conf (added in 2.2).
+
+        Both are asked, so that a newer checkpoint whose commit log was deleted is not taken for one.
+        """
+        if any(info.is_dir and info.name == COMMITS_DIR for info in self.listing.list_dir()) or not self.offset_ids:
+            return False
+        latest = self.value_of(f"{OFFSETS_DIR}/{self.offset_ids[-1]}")
+        return latest is not None and (latest.metadata is None or not latest.metadata.conf)
 
     def value_of(self, path: str) -> Any:
         """The parsed value of a file that was read, or None."""
