@@ -26,17 +26,9 @@ from pathlib import Path
 
 from bench.list_at_scale import _fill, add_fill_arguments
 from bench.load import _percentile, _recreate_database
-from bench.pages_at_scale import _environment
+from bench.pages_at_scale import set_up_django
 
 METRICS_TOKEN = "bench-metrics-token"
-
-
-def _set_up_django(args: argparse.Namespace) -> None:
-    os.environ.update(_environment(args))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
-    import django
-
-    django.setup()
 
 
 def _scrape_times(scrapes: int) -> tuple[list[float], int, int]:
@@ -71,7 +63,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     os.environ["CKPTWEB_METRICS_TOKEN"] = METRICS_TOKEN  # read by the settings at django.setup()
     if args.reuse:
-        _set_up_django(args)
+        set_up_django(args)
     else:
         _recreate_database(args.database_url)
         _fill(args)

@@ -85,14 +85,20 @@ def _empty_cache(redis_url: str) -> None:
         redis.Redis.from_url(redis_url).flushdb()
 
 
-def migrate_with_user(args: argparse.Namespace) -> None:
-    """Set Django up in this process on the bench's database, migrate it and create the bench's user."""
+def set_up_django(args: argparse.Namespace) -> None:
+    """Set Django up in this process on the bench's database."""
     os.environ.update(_environment(args))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
     import django
-    from django.core.management import call_command
 
     django.setup()
+
+
+def migrate_with_user(args: argparse.Namespace) -> None:
+    """Set Django up in this process on the bench's database, migrate it and create the bench's user."""
+    set_up_django(args)
+    from django.core.management import call_command
+
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
 

@@ -60,12 +60,14 @@ def test_a_query_one_minute_old_shows_a_dot_inside_the_sparkline():
 
 
 def test_the_dot_marks_the_newest_minute_and_the_hour_spans_the_width():
-    from dashboards.templatetags.ckptweb import SPARK_WIDTH, sparkline
+    from dashboards.templatetags.ckptweb import SPARK_HEIGHT, SPARK_WIDTH, sparkline
     from dashboards.trends import Trend
 
     circles, lines = _circles_and_lines(sparkline(Trend(((0, 900.0), (30, 100.0), (60, 500.0)), 60)))
 
     xs = [float(pair.split(",")[0]) for pair in lines[0].split()]
-    assert circles == [tuple(float(f) for f in lines[0].split()[-1].split(","))]
+    [(dot_x, dot_y)] = circles
+    assert dot_x > SPARK_WIDTH * 0.9, "the newest minute (60 of 60) sits at the right end"
+    assert abs(dot_y - SPARK_HEIGHT / 2) < 0.5, "500 ms is halfway between the low (100) and the high (900)"
     assert xs[0] < SPARK_WIDTH * 0.1 and xs[-1] > SPARK_WIDTH * 0.9, "the hour's ends sit at the svg's ends"
     assert abs(xs[1] - (xs[0] + xs[2]) / 2) < 0.1, "minute 30 halfway"
