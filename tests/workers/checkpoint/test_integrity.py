@@ -564,3 +564,14 @@ def test_spark_restarts_behind_a_sink_log_but_the_sink_can_no_longer_be_read(spa
 def test_a_temporary_file_of_a_write_in_progress_is_not_a_finding(damaged):
     # A running query's commit leaves `.N.<uuid>.tmp` for a moment before the rename.
     assert damaged(W, _write(f"commits/.12.{TEMP_UUID}.tmp", b"v1")) == set()
+
+
+def test_a_spark_2_1_checkpoint_is_resumed_after_its_one_done_batch():
+    """Offsets 0 and 1 and no commit log: Spark takes batch 0 as done and re-runs batch 1."""
+    [finding] = check_checkpoint(CheckpointStorage(str(SPARK_TEST_RESOURCES / "checkpoint-version-2.1.0")))
+
+    assert (finding.code, finding.restart_impact) == (
+        "no-commit-log",
+        "Spark treats batch 0 as done and re-runs batch 1 from the offsets of batch 0; "
+        "it writes commits/ from then on.",
+    )

@@ -104,7 +104,7 @@ def _no_commit_log(latest: int) -> Finding:
         COMMITS_DIR,
         f"there is no {COMMITS_DIR}/ directory and the offsets carry no SQL conf: Spark 2.1 or earlier "
         "wrote this checkpoint, and kept no commit log",
-        f"Spark treats batches 0 to {latest - 1} as done and re-runs batch {latest} from the offsets of "
+        f"Spark treats {_batch_range(0, latest - 1)} as done and re-runs batch {latest} from the offsets of "
         f"batch {latest - 1}; it writes {COMMITS_DIR}/ from then on.",
     )
 
