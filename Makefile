@@ -34,10 +34,11 @@ test-sqlite: $(STAMP)
 	bash .ci/system-packages
 	$(BIN)/python -m pytest -m "$(SQLITE_LEG_MARKERS)" $(PYTEST_ARGS)
 
-## The house rules that check themselves: the formatter and the linter (rules in pyproject.toml).
+## The house rules that check themselves: the formatter, the linter (rules in pyproject.toml) and dead code.
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/python .ci/dead_code.py
 
 ## Regenerate tests/fixtures with real PySpark.
 fixtures: $(STAMP)

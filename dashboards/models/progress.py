@@ -116,12 +116,6 @@ class BatchProgress(models.Model):
         return f"{self.query} batch {self.batch_id}"
 
 
-class StateOperatorMetricsQuerySet(models.QuerySet):
-    def for_chart(self, query_id) -> StateOperatorMetricsQuerySet:
-        """Every operator's figures of every reported batch of a query, oldest batch first."""
-        return self.filter(progress__query_id=query_id).order_by("progress__batch_id", "operator_index")
-
-
 class StateOperatorMetrics(models.Model):
     """One stateful operator's figures in one trigger (StateOperatorProgress)."""
 
@@ -140,8 +134,6 @@ class StateOperatorMetrics(models.Model):
     all_updates_time_ms = models.BigIntegerField(null=True, blank=True)
     all_removals_time_ms = models.BigIntegerField(null=True, blank=True)
     custom_metrics = models.JSONField(default=dict, blank=True)
-
-    objects = StateOperatorMetricsQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["progress", "operator_index"], name="one_row_per_operator")]

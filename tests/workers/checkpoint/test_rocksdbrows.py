@@ -96,10 +96,6 @@ def _outcome(root: Path, damaged: str) -> str:
     return "ok" if count.rows == 20 else "changed"
 
 
-def _sst_paths(root: Path) -> list[str]:
-    return sorted(f"{DEDUP_STORE}/SSTs/{p.name}" for p in (root / DEDUP_STORE / "SSTs").glob("0*.sst"))
-
-
 def _zip_ssts(root: Path) -> list[str]:
     with zipfile.ZipFile(root / DEDUP_STORE / "10_f058c341-7941-45f8-ad77-48ab3ee81434.zip") as archive:
         listed = json.loads(archive.read("metadata").split(b"\n", 1)[1])["sstFiles"]

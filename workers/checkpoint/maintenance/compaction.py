@@ -509,10 +509,6 @@ def _should_retain(entry: SinkFileStatus | FileEntry, retention_ms: int | None, 
 # --- shared ---------------------------------------------------------------------------------------
 
 
-def _no_writes(storage: CheckpointStorage, write: PlannedWrite) -> bytes:
-    raise ValueError(f"{write.path}: an expiry plan has no writes")
-
-
 def _unreadable_reason(
     storage: CheckpointStorage, relpath: str, kind: LogKind, errors: tuple[type[CheckpointError], ...]
 ) -> str | None:
