@@ -33,7 +33,7 @@ from pathlib import Path
 
 from workers.checkpoint.maintenance.snapshot import apply_snapshot, plan_snapshot
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 PARTITIONS = 2
 CONF = {

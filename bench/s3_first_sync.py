@@ -85,7 +85,7 @@ def main() -> None:
         os.environ[name] = value
     os.environ["CKPTWEB_S3_ENDPOINT_URL"] = server.endpoint
     setup_django(workdir, extra_roots=[f"s3://{BUCKET}"])
-    from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
+    from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT
 
     client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)

@@ -33,7 +33,7 @@ from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import follow_delta, parse_state_keys
 from workers.checkpoint.staterows import read_state_size
 from workers.checkpoint.statesummary import StateConf
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 CONF = StateConf("lz4", False)
 

@@ -56,7 +56,7 @@ from workers.checkpoint.lz4block import HEADER
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import StateSize, read_state_size
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 BATCHES = 6
 PARTITIONS = 8

@@ -116,7 +116,7 @@ class EventLogDirectoryAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change) -> None:
         from django.conf import settings
 
-        from workers.checkpoint import check_allowed
+        from workers.checkpoint.storage.locations import check_allowed
 
         obj.url = check_allowed(obj.url, settings.CHECKPOINT_ROOTS)
         super().save_model(request, obj, form, change)

@@ -9,7 +9,7 @@ from datetime import datetime
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workers.checkpoint import is_compaction_batch
+from workers.checkpoint.compactible import is_compaction_batch
 
 from .compaction import CompactionOutlook
 from .models import ms_to_datetime

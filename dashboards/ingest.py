@@ -21,8 +21,8 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from workers.checkpoint import CheckpointError, QueryIdleEvent
-from workers.checkpoint.progress import idle_event_from_dict, progress_from_dict
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.progress import QueryIdleEvent, idle_event_from_dict, progress_from_dict
 
 from . import progress_schema
 from .models import BatchProgress, QueryRun

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from django.db.models import Count, Max
 
-from workers.checkpoint import is_compaction_batch
+from workers.checkpoint.compactible import is_compaction_batch
 from workers.checkpoint.layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 
 from .models import BatchProgress, Checkpoint, MetadataLog, QueryRun

@@ -35,30 +35,26 @@ from pathlib import Path
 import zstandard
 
 from fixture_paths import OUR_FIXTURES
-from workers.checkpoint import (
+from workers.checkpoint.errors import (
     CheckpointError,
-    CheckpointStorage,
     CorruptFileError,
     IncompleteLogFileError,
     PathNotAllowedError,
     StorageError,
     TruncatedFileError,
     UnsupportedVersionError,
-    compress_lz4_block_stream,
-    decompress_state_file,
-    find_event_logs,
-    find_operator_state_metadata,
-    find_store_schema,
-    find_stream_metadata,
-    list_state_store_dirs,
-    read_commit,
-    read_metadata_log,
-    read_offset_seq,
-    read_state_size,
-    tail_event_log,
 )
+from workers.checkpoint.eventlog import find_event_logs, tail_event_log
+from workers.checkpoint.logdir import find_stream_metadata, read_commit, read_offset_seq
 from workers.checkpoint.lz4block import HEADER as LZ4_HEADER
+from workers.checkpoint.lz4block import compress_lz4_block_stream
+from workers.checkpoint.metadatalog import read_metadata_log
 from workers.checkpoint.rocksdbstate import read_changelog, read_rocksdb_zip
+from workers.checkpoint.statecodec import decompress_state_file
+from workers.checkpoint.stateinventory import list_state_store_dirs
+from workers.checkpoint.staterows import read_state_size
+from workers.checkpoint.stateschema import find_operator_state_metadata, find_store_schema
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 ENORMOUS_LINE_BYTES = 100 * 1024 * 1024
 DEEP_NESTING = 100_000

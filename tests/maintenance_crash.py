@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import signal
 
-from workers.checkpoint import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 CHILD_TIMEOUT_SECONDS = 60
 

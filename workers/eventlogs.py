@@ -11,17 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboards.models import BatchProgress, EventLogDirectory, QueryRun, StreamingQuery
-from workers.checkpoint import (
-    CheckpointError,
-    CheckpointStorage,
-    EventLogPosition,
-    QueryIdleEvent,
-    QueryProgressEvent,
-    QueryStartedEvent,
-    QueryTerminatedEvent,
-    find_event_logs,
-    tail_event_log,
-)
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.eventlog import EventLogPosition, find_event_logs, tail_event_log
+from workers.checkpoint.progress import QueryIdleEvent, QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.storage_options import open_storage
 
 

@@ -1,7 +1,7 @@
 """The full pass over a checkpoint, run with a sync every INSPECT_INTERVAL_SECONDS.
 
 A sync reads only new offsets and commits. This pass walks every directory, so it runs less
-often. One walk (``integrity.gather_facts``: a recursive listing plus the files Spark reads at a
+often. One walk (``integrity.gather.gather_facts``: a recursive listing plus the files Spark reads at a
 restart) feeds three things: the integrity findings, the file inventory, and the compactible
 logs (each file source's ``sources/<i>`` and the registered file sink's ``_spark_metadata``),
 whose ``.compact`` files are remembered after Spark deletes them so their growth stays visible.
@@ -19,11 +19,16 @@ from django.conf import settings
 from django.db.models import Q
 
 from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
-from workers.checkpoint import CheckpointStorage, MetadataLogSummary, integrity
+from workers.checkpoint.integrity.checks import run_checks
+from workers.checkpoint.integrity.facts import CheckpointFacts
+from workers.checkpoint.integrity.findings import Finding as CheckFinding
+from workers.checkpoint.integrity.gather import gather_facts
 from workers.checkpoint.inventory import DirectoryInventory as InventoryRow
 from workers.checkpoint.inventory import TreeListing, build_inventory
+from workers.checkpoint.metadatalog import MetadataLogSummary
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.state_fanout import fanout_needed, start_state_scan
 from workers.state_partitions import (
     delete_state_partitions_except,
@@ -42,7 +47,7 @@ class Inspection:
 
     metadata_logs: list[MetadataLogSummary] = field(default_factory=list)
     inventory: list[InventoryRow] = field(default_factory=list)
-    findings: list[integrity.Finding] = field(default_factory=list)
+    findings: list[CheckFinding] = field(default_factory=list)
     state: list[StatePartitionSummary] = field(default_factory=list)
     # Logs that exist but could not be read this time: they keep their last good figures.
     unreadable_logs: list[str] = field(default_factory=list)
@@ -65,23 +70,23 @@ def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
 
 def walk_checkpoint(
     storage: CheckpointStorage, sink: CheckpointStorage | None, checkpoint: Checkpoint
-) -> integrity.CheckpointFacts:
+) -> CheckpointFacts:
     """List the checkpoint (and the sink's log) once and read what a restart reads; never raises for damage.
 
     A reconcile due in the same sync takes its listing of offsets/ and commits/ from this walk
     (``listing_of_logs``) instead of listing them again.
     """
-    return integrity.gather_facts(storage, sink_log=sink, default_compact_interval=checkpoint.file_log_compact_interval)
+    return gather_facts(storage, sink_log=sink, default_compact_interval=checkpoint.file_log_compact_interval)
 
 
-def listing_of_logs(facts: integrity.CheckpointFacts | None) -> TreeListing | None:
+def listing_of_logs(facts: CheckpointFacts | None) -> TreeListing | None:
     """The walk's listing when it listed every directory, for the reconcile; None otherwise
     (a directory that failed would look empty, where listing it again reports why)."""
     return None if facts is None or facts.listing.failures else facts.listing
 
 
 def read_inspection(
-    storage: CheckpointStorage, facts: integrity.CheckpointFacts, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
+    storage: CheckpointStorage, facts: CheckpointFacts, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
 ) -> Inspection:
     """Turn the walk's facts into findings, inventory and logs, then size the state.
 
@@ -109,12 +114,10 @@ def read_inspection(
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
-    return Inspection(
-        logs, inventory, integrity.run_checks(facts), state, unreadable, version if fan_out else None, fan_out
-    )
+    return Inspection(logs, inventory, run_checks(facts), state, unreadable, version if fan_out else None, fan_out)
 
 
-def _latest_conf(facts: integrity.CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
+def _latest_conf(facts: CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
     """The conf of the newest offsets file the walk read, else of the newest stored batch."""
     offset_ids = facts.offset_ids
     latest = facts.value_of(f"offsets/{offset_ids[-1]}") if offset_ids else None
@@ -138,7 +141,7 @@ def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: dateti
     checkpoint.save(update_fields=["last_inspected_at"])
 
 
-def _sink_path(facts: integrity.CheckpointFacts) -> str:
+def _sink_path(facts: CheckpointFacts) -> str:
     sinks = [log.path for log in facts.logs if log.kind == "sink"]
     return sinks[0] if sinks else "_spark_metadata"
 
@@ -182,7 +185,7 @@ def _inventory_row(checkpoint: Checkpoint, row: InventoryRow, now: datetime) -> 
     )
 
 
-def _store_findings(checkpoint: Checkpoint, findings: list[integrity.Finding], now: datetime) -> None:
+def _store_findings(checkpoint: Checkpoint, findings: list[CheckFinding], now: datetime) -> None:
     """Upsert one row per (code, path); resolve the open ones this pass did not find again."""
     current = Q(pk__in=[])
     for finding in findings:

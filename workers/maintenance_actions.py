@@ -12,9 +12,10 @@ from typing import Any
 from django.conf import settings
 
 from dashboards.models import Checkpoint
-from workers.checkpoint import CheckpointStorage
-from workers.checkpoint.maintenance import AppliedPlan, MaintenancePlan, StepHook
 from workers.checkpoint.maintenance.actions import apply_action, plan_action
+from workers.checkpoint.maintenance.execute import AppliedPlan, StepHook
+from workers.checkpoint.maintenance.plan import MaintenancePlan
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.storage_options import open_storage
 
 

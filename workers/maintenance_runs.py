@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
 from workers import maintenance_actions
-from workers.checkpoint import CheckpointError
-from workers.checkpoint.maintenance import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.maintenance.plan import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
 
 log = logging.getLogger(__name__)
 

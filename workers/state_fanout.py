@@ -24,8 +24,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from dashboards.models import Checkpoint, StateScan, StateScanChunk, SyncRun
-from workers.checkpoint import CheckpointError, StorageCalls, list_partition_stores
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.stateinventory import list_partition_stores
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
+from workers.checkpoint.storage.checkpointstorage import StorageCalls
 from workers.state_partitions import refresh_state_totals, store_state_partitions, stored_state_commits
 from workers.storage_options import open_storage
 

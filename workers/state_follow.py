@@ -35,12 +35,13 @@ from django.conf import settings
 from django.db.models import Max
 
 from dashboards.models import Checkpoint, StatePartition
-from workers.checkpoint import CheckpointError, CheckpointStorage, MissingFileError, list_partition_stores
+from workers.checkpoint.errors import CheckpointError, MissingFileError
 from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.statefollow import StoreFollow, follow_store, read_state_keys
-from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
+from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, list_partition_stores
 from workers.checkpoint.statekeys import HEADER_BYTES, StateKeys, parse_state_keys, parse_state_keys_header
 from workers.checkpoint.statesummary import StateConf, state_conf, summarize_state_stores
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.state_partitions import (
     FILE_FIGURES,
     ROW_FIGURES,

@@ -16,18 +16,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboards.models import StateSample
-from workers.checkpoint import (
-    CheckpointError,
-    MissingFileError,
-    StateFileInfo,
-    StateStoreDir,
-    find_store_schema,
-    sample_state_rows,
-    simple_string,
-    versions_on_storage,
-)
+from workers.checkpoint.errors import CheckpointError, MissingFileError
 from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
-from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME
+from workers.checkpoint.sparktypes import simple_string
+from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, StateFileInfo, StateStoreDir
+from workers.checkpoint.statesample import sample_state_rows, versions_on_storage
+from workers.checkpoint.stateschema import find_store_schema
 from workers.checkpoint.statesummary import state_conf
 from workers.state_partitions import stored_state_commits
 from workers.storage_options import open_storage

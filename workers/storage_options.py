@@ -12,8 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from workers.checkpoint import CheckpointStorage
-from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
+from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT, CheckpointStorage
 
 # A registration form looks the path up while the person waits: one attempt, a few seconds at most.
 REGISTRATION_CHECK_TIMEOUT_SECONDS = 5

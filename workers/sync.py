@@ -31,22 +31,15 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, StatePartition, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
-from workers.checkpoint import (
-    MAX_PROBES_PER_SYNC,
-    CheckpointError,
-    CheckpointStorage,
-    CommitMetadata,
-    MissingFileError,
-    OffsetSeq,
-    classify_checkpoint_root,
-    find_stream_metadata,
-    iter_next_entries,
-    list_batch_ids,
-    read_commit,
-    read_offset_seq,
-)
+from workers.checkpoint.commits import CommitMetadata
+from workers.checkpoint.errors import CheckpointError, MissingFileError
 from workers.checkpoint.inventory import TreeListing
+from workers.checkpoint.logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
+from workers.checkpoint.offsets import OffsetSeq
+from workers.checkpoint.probe import MAX_PROBES_PER_SYNC, iter_next_entries
 from workers.checkpoint.readahead import ReadAhead, read_ahead
+from workers.checkpoint.rootkinds import classify_checkpoint_root
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.inspection import (
     Inspection,
     inspection_due,

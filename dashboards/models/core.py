@@ -18,8 +18,8 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
-from workers.checkpoint import DEFAULT_COMPACT_INTERVAL
 from workers.checkpoint.maintenance.actions import SINK_LOG as SINK_LOG_CHOICE
+from workers.checkpoint.metadatalog import DEFAULT_COMPACT_INTERVAL
 
 from ..maintenance_figures import LogFigures, MaintenanceFigures, StoreFigures
 from ..query_status import StatusFacts

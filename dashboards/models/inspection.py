@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from django.db import models
 from django.utils import timezone
 
-from workers.checkpoint import next_compaction_batch_id
+from workers.checkpoint.compactible import next_compaction_batch_id
 from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
 
 from .core import Checkpoint

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from workers.checkpoint.maintenance import plan_from_json
+from workers.checkpoint.maintenance.plan import plan_from_json
 
 from ..schedules import schedule_policy, unschedule_policy
 from .core import Checkpoint

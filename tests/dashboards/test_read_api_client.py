@@ -18,14 +18,9 @@ from rest_framework.authtoken.models import Token
 
 from dashboards.models import Checkpoint, SyncRun
 from fixture_paths import KILLED_MID_BATCH
-from workers.checkpoint import (
-    BatchView,
-    CheckpointStorage,
-    CheckpointViewClient,
-    ServerRefusedError,
-)
 from workers.checkpoint import client as client_module
-from workers.checkpoint.client import read_storage_view
+from workers.checkpoint.client import BatchView, CheckpointViewClient, ServerRefusedError, read_storage_view
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from bad_input_corpus import BadFile, bad_input_corpus, write_corpus_file
-from workers.checkpoint import CheckpointError, CheckpointStorage
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 from .conftest import bucket_at
 

@@ -20,11 +20,11 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES
 from worker_process import free_port, wait_for
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance.actions import plan_action
 from workers.checkpoint.maintenance.cleanup import plan_cleanup
 from workers.checkpoint.maintenance.clock import PROBE_NAME, WHOLE_SECOND_RESOLUTION, read_storage_clock
 from workers.checkpoint.maintenance.preconditions import query_stopped
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 BUCKET = "skewed"
 HOUR = 3600

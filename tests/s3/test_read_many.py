@@ -9,10 +9,9 @@ import boto3
 import pytest
 
 from bench.s3_server import DelayedS3Server
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.errors import CorruptFileError, MissingFileError, PathNotAllowedError
 from workers.checkpoint.readahead import ReadAhead, read_ahead
-from workers.checkpoint.storage import REMOTE_READS_IN_FLIGHT
+from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT, CheckpointStorage
 
 from .conftest import bucket_at
 

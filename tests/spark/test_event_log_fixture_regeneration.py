@@ -25,7 +25,7 @@ from pipelines.generate_event_log_fixture import EXTRA_RUN_NAMES, RUN_NAMES
 from workers.checkpoint.errors import MissingFileError
 from workers.checkpoint.eventlog import EventLogPosition, find_event_logs, tail_event_log
 from workers.checkpoint.progress import QueryProgressEvent, StreamingQueryProgress, progress_from_dict
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -332,7 +332,9 @@ def test_killed_query_report_has_no_progress_nor_commit_for_the_killed_batch(tre
 
 
 def assert_reader_agrees_with_spark(checkpoint: Path, report: dict) -> None:
-    from workers.checkpoint import CheckpointStorage, read_commit, read_offset_seq, summarize_checkpoint
+    from workers.checkpoint.logdir import read_commit, read_offset_seq
+    from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+    from workers.checkpoint.summary import summarize_checkpoint
 
     storage = CheckpointStorage(str(checkpoint))
     summary = summarize_checkpoint(storage).as_json()

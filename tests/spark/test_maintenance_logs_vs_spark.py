@@ -16,9 +16,9 @@ import pytest
 from pipelines.generate_fixtures import session_conf, write_dedup_input
 from pipelines.queries import FIXTURE_START_MS, RateSpec, file_source_dedup_query, json_file_sink, rate_events
 from spark.restart import read_output_rows, restart_twins, run_triggers, run_twins
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance.compaction import apply_compaction, plan_compaction
 from workers.checkpoint.maintenance.purge import apply_purge, plan_purge
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ from spark.restart import last_committed_batch, restart_twins, run_twins
 from workers.checkpoint.maintenance.cleanup import apply_cleanup, plan_cleanup
 from workers.checkpoint.maintenance.snapshot import apply_snapshot, plan_snapshot
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

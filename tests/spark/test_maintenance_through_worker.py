@@ -30,8 +30,8 @@ from pipelines.queries import FIXTURE_START_MS, RateSpec, windowed_agg_file_sink
 from spark.restart import last_committed_batch, run_triggers, run_twins
 from worker_process import celery_worker, redis_url_or_skip, wait_for
 from workers import maintenance_runs, tasks
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.maintenance.actions import apply_action, plan_action
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = [pytest.mark.spark, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

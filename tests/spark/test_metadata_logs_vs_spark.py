@@ -17,7 +17,8 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 from pipelines.spark_metadata_logs import read_spark_metadata_log
-from workers.checkpoint import CheckpointStorage, read_metadata_log
+from workers.checkpoint.metadatalog import read_metadata_log
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.checkpoint.summary import summarize_checkpoint
 
 pytestmark = pytest.mark.spark

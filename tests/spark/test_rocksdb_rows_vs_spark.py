@@ -28,7 +28,7 @@ from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, list_state_sto
 from workers.checkpoint.statesample import sample_state_rows
 from workers.checkpoint.stateschema import find_store_schema
 from workers.checkpoint.statesummary import read_checkpoint_state
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,7 @@ from workers.checkpoint.logdir import read_commit
 from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.rocksdbstate import summarize_rocksdb_store
 from workers.checkpoint.stateinventory import list_state_store_dirs
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import (
-    CheckpointStorage,
-    RootKind,
-    SinkOutputKind,
-    classify_checkpoint_root,
-    classify_sink_output,
-)
+from workers.checkpoint.rootkinds import RootKind, SinkOutputKind, classify_checkpoint_root, classify_sink_output
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.generate_fixtures import session_conf
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -25,7 +25,7 @@ from workers.checkpoint.statefollow import read_state_keys
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import parse_state_keys
 from workers.checkpoint.statesummary import StateConf
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.state_follow import keys_path
 from workers.sync import sync_checkpoint
 

@@ -29,7 +29,7 @@ from workers.checkpoint.stateschema import (
     parse_operator_state_metadata,
     parse_state_schema_file,
 )
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ from workers.checkpoint.lz4block import compress_lz4_block_stream
 from workers.checkpoint.statefiles import parse_state_file
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import read_state_size
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 # Spark 4.3's statestore reader needs the state schema file (absent before 3.0), and rejects the

@@ -21,7 +21,7 @@ from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import StateSize, read_state_size
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 ROWS_PER_BATCH = 4000

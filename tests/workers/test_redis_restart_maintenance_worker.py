@@ -40,8 +40,9 @@ from worker_process import (
     wait_for,
 )
 from workers import tasks
-from workers.checkpoint import CheckpointStorage, summarize_checkpoint
 from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.checkpoint.summary import summarize_checkpoint
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import CheckpointError, StorageError
 from .layout import COMMITS_DIR, OFFSETS_DIR
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 from .summary import CheckpointSummary, summarize_checkpoint
 
 API_PATH = "/api/v1"

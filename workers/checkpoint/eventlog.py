@@ -41,7 +41,7 @@ from .lz4block import iter_lz4_blocks
 from .progress import LISTENER_EVENT_PREFIX, ListenerEvent, listener_event_from_dict
 
 if TYPE_CHECKING:
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 IN_PROGRESS_SUFFIX = ".inprogress"
 COMPACTED_SUFFIX = ".compact"

@@ -36,7 +36,7 @@ from .logdir import batch_ids_of
 from .metadatalog import SINK_LOG_DIR, sink_log_location
 from .rocksdbfiles import parse_rocksdb_store_files
 from .stateinventory import STATE_DIR, StateStoreDir, list_state_store_dirs, parse_hdfs_state_files
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 DirectoryKind = Literal["offsets", "commits", "sources", "state", "sink-log", "metadata", "other"]
 

@@ -23,7 +23,7 @@ from .offsets import OffsetSeq, parse_offset_seq
 if TYPE_CHECKING:
     # Annotations only: the readers need just the methods of CheckpointStorage.
     from .fileinfo import FileInfo
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 
 def list_batch_ids(storage: CheckpointStorage, dirname: str, *, compactible: bool = False) -> list[int]:

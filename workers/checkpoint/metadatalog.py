@@ -33,7 +33,7 @@ from .layout import COMPACT_FILE_SUFFIX, parse_batch_id
 if TYPE_CHECKING:
     # Annotations only: the reader needs just the methods of CheckpointStorage.
     from .fileinfo import FileInfo
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 LogKind = Literal["source", "sink"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from .errors import CheckpointError, MissingFileError, StorageError
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 T = TypeVar("T")
 

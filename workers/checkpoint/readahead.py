@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .errors import CheckpointError
-from .storage import MAX_LOG_FILE_BYTES
+from .storage.checkpointstorage import MAX_LOG_FILE_BYTES
 
 if TYPE_CHECKING:
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 
 class ReadAhead:

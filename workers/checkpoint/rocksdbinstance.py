@@ -37,7 +37,7 @@ from rocksdict import AccessType, Options, Rdict
 from .errors import CheckpointError, CorruptFileError
 from .rocksdbfiles import SST_DIR
 from .rocksdbzip import MAX_ZIP_BYTES, ZIP_ERRORS, ZIP_METADATA_ENTRY, RocksDBCheckpointMetadata
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 # What the RocksDB files of a zip may add up to once inflated (they are a few KB: bookkeeping).
 MAX_ZIP_ENTRIES_BYTES = 256 * 1024 * 1024

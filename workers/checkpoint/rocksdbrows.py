@@ -33,7 +33,7 @@ from .rocksdbinstance import RocksDBInstance, open_rocksdb_instance
 from .rocksdbstate import read_changelog, read_rocksdb_version, read_rocksdb_zip
 from .rocksdbzip import RocksDBCheckpointMetadata
 from .stateinventory import StateStoreDir
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 # RocksDBStateEncoder's STATE_ENCODING_VERSION: the byte before every key's and value's UnsafeRow.
 STATE_ENCODING_VERSION = 0

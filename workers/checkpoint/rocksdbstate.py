@@ -24,7 +24,7 @@ from .rocksdbloadchain import RocksDBLoadChain, resolve_load_chain
 from .rocksdbzip import MAX_ZIP_BYTES, RocksDBCheckpointMetadata, parse_rocksdb_zip
 from .statecodec import MAX_STATE_FILE_BYTES
 from .stateinventory import StateFileInfo, StateStoreDir
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from .stateinventory import STATE_DIR
 
 if TYPE_CHECKING:
     from .fileinfo import FileInfo
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 # What Spark writes at a checkpoint's root: a file, and folders.
 CHECKPOINT_FILES = frozenset({METADATA_FILE})

@@ -28,7 +28,7 @@ from .stateinventory import StateStoreDir, detect_provider, files_for_version, p
 from .statekeys import StateKeys, follow_changelog, follow_delta, state_keys_of
 from .staterows import apply_delta
 from .statesummary import StateConf
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 
 @dataclass(frozen=True, slots=True)

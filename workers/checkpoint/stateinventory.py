@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .errors import MissingFileError
 from .layout import is_temporary_file, parse_batch_id
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 STATE_DIR = "state"
 DEFAULT_STORE_NAME = "default"

@@ -41,7 +41,7 @@ from .statefiles import (
     scan_records,
 )
 from .stateinventory import HdfsStateFile, StateStoreDir, files_for_version, parse_hdfs_state_files
-from .storage import CheckpointStorage
+from .storage.checkpointstorage import CheckpointStorage
 
 REMOVED = -1
 # Runs of equal sizes shorter than this are read as value runs instead, up to SCAN_BYTES of

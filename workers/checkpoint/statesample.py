@@ -25,7 +25,7 @@ from .unsaferow import decode_unsafe_row
 
 if TYPE_CHECKING:
     # Annotations only: the sampler needs just the methods of CheckpointStorage.
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 
 def versions_on_storage(store_dir: StateStoreDir) -> tuple[int, ...]:

@@ -39,7 +39,7 @@ from .stateinventory import DEFAULT_STORE_NAME
 
 if TYPE_CHECKING:
     # Annotations only: the readers need just the methods of CheckpointStorage.
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 # SchemaReader.createSchemaReader validates the version against 3 (Spark 4.x; 3.x reads up to 2).
 STATE_SCHEMA_MAX_VERSION = 3

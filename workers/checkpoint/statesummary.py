@@ -39,7 +39,7 @@ from .staterows import read_state_size
 if TYPE_CHECKING:
     from .commits import CommitMetadata
     from .inventory import TreeListing
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"
 ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"

@@ -28,7 +28,7 @@ from .metadatalog import (
 from .offsets import offset_as_json
 
 if TYPE_CHECKING:
-    from .storage import CheckpointStorage
+    from .storage.checkpointstorage import CheckpointStorage
 
 _T = TypeVar("_T")
 

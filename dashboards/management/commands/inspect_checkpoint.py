@@ -15,18 +15,14 @@ from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workers.checkpoint import (
-    DEFAULT_COMPACT_INTERVAL,
-    CheckpointError,
-    CheckpointStorage,
-    CheckpointView,
-    CheckpointViewClient,
-    classify_checkpoint_root,
-    classify_sink_output,
-    summarize_checkpoint,
-)
+from workers.checkpoint.client import CheckpointView, CheckpointViewClient
+from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.metadatalog import DEFAULT_COMPACT_INTERVAL
+from workers.checkpoint.rootkinds import classify_checkpoint_root, classify_sink_output
 from workers.checkpoint.statesummary import read_checkpoint_state, summarize_stores
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.checkpoint.summary import summarize_checkpoint
 
 API_TOKEN_VARIABLE = "CKPTWEB_API_TOKEN"
 

@@ -25,7 +25,7 @@ from bad_input_corpus import (
     counts_by_category,
     write_corpus_file,
 )
-from workers.checkpoint import CheckpointError
+from workers.checkpoint.errors import CheckpointError
 
 CORPUS = bad_input_corpus()
 IS_ROOT = os.geteuid() == 0

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import CommitMetadata, parse_commit
+from workers.checkpoint.commits import CommitMetadata, parse_commit
 
 V1_NO_WATERMARK = CommitMetadata(version=1, next_batch_watermark_ms=0, state_unique_ids=None, sink_metadata=None)
 

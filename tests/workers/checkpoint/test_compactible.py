@@ -3,14 +3,9 @@ from __future__ import annotations
 import pytest
 
 from fixture_paths import OUR_FIXTURES
-from workers.checkpoint import (
-    CheckpointError,
-    CorruptFileError,
+from workers.checkpoint.compactible import (
     FileEntry,
-    FileInfo,
-    IncompleteLogFileError,
     SinkFileStatus,
-    UnsupportedVersionError,
     all_valid_batches,
     derive_compact_interval,
     is_compaction_batch,
@@ -20,6 +15,8 @@ from workers.checkpoint import (
     plan_expired_files,
     valid_batches_before_compaction,
 )
+from workers.checkpoint.errors import CheckpointError, CorruptFileError, IncompleteLogFileError, UnsupportedVersionError
+from workers.checkpoint.fileinfo import FileInfo
 
 SINK_2_1 = "file-sink-log-version-2.1.0"
 SOURCE_2_1 = "file-source-log-version-2.1.0"

@@ -12,22 +12,19 @@ from pathlib import Path
 import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
-from workers.checkpoint import (
+from workers.checkpoint.commits import parse_commit
+from workers.checkpoint.compactible import parse_sink_log_file, parse_source_log_file
+from workers.checkpoint.errors import (
     CheckpointError,
-    CheckpointStorage,
     CorruptFileError,
     IncompleteLogFileError,
     TruncatedFileError,
     UnsupportedVersionError,
-    find_stream_metadata,
-    parse_commit,
-    parse_offset_seq,
-    parse_sink_log_file,
-    parse_source_log_file,
-    parse_stream_metadata,
-    read_commit,
-    read_offset_seq,
 )
+from workers.checkpoint.logdir import find_stream_metadata, read_commit, read_offset_seq
+from workers.checkpoint.metadata import parse_stream_metadata
+from workers.checkpoint.offsets import parse_offset_seq
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 PARSERS = {"offsets": parse_offset_seq, "commits": parse_commit, "metadata": parse_stream_metadata}
 

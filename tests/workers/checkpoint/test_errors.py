@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from workers.checkpoint import (
+from workers.checkpoint.errors import (
     CheckpointError,
     CorruptFileError,
     IncompleteLogFileError,
@@ -12,9 +12,9 @@ from workers.checkpoint import (
     PathNotAllowedError,
     StorageError,
     TruncatedFileError,
+    UnsupportedCodecError,
     UnsupportedVersionError,
 )
-from workers.checkpoint.errors import UnsupportedCodecError
 
 
 def test_corrupt_file_error_starts_with_the_path_and_gives_the_byte_offset():

@@ -31,7 +31,7 @@ from workers.checkpoint.progress import (
     QueryTerminatedEvent,
     progress_from_dict,
 )
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 EVENT_LOGS = OUR_FIXTURES / "event_logs"
 RUNS = ("plain", "rolling_zstd")

@@ -24,28 +24,22 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import fuzz_seeds
-from workers.checkpoint import (
-    COMMIT_LOG_MAX_VERSION,
-    CheckpointError,
-    decode_unsafe_row,
-    decompress_lz4_block_stream,
-    decompress_state_file,
-    parse_commit,
-    parse_log_file,
-    parse_offset_seq,
-    parse_operator_state_metadata,
-    parse_sink_log_file,
-    parse_source_log_file,
-    parse_state_schema_file,
-    parse_stream_metadata,
-    parse_streaming_query_progress,
-    tail_event_log,
-)
-from workers.checkpoint.eventlog import EventLog, EventLogFile
+from workers.checkpoint.commits import COMMIT_LOG_MAX_VERSION, parse_commit
+from workers.checkpoint.compactible import parse_sink_log_file, parse_source_log_file
+from workers.checkpoint.errors import CheckpointError
+from workers.checkpoint.eventlog import EventLog, EventLogFile, tail_event_log
+from workers.checkpoint.logfile import parse_log_file
+from workers.checkpoint.lz4block import decompress_lz4_block_stream
+from workers.checkpoint.metadata import parse_stream_metadata
+from workers.checkpoint.offsets import parse_offset_seq
+from workers.checkpoint.progress import parse_streaming_query_progress
 from workers.checkpoint.rocksdbchangelog import parse_changelog_content
 from workers.checkpoint.rocksdbzip import parse_rocksdb_checkpoint_metadata, parse_rocksdb_zip
+from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records
 from workers.checkpoint.staterows import apply_delta, count_snapshot
+from workers.checkpoint.stateschema import parse_operator_state_metadata, parse_state_schema_file
+from workers.checkpoint.unsaferow import decode_unsafe_row
 
 FUZZ_EXAMPLES = int(os.environ.get("CKPTWEB_FUZZ_EXAMPLES", "5000"))
 FUZZ_SETTINGS = settings(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches, write_state_history
-from workers.checkpoint import CheckpointStorage, summarize_checkpoint
 from workers.checkpoint.integrity.gather import check_checkpoint
 from workers.checkpoint.statesummary import read_checkpoint_state
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.checkpoint.summary import summarize_checkpoint
 
 
 def test_a_generated_history_with_state_has_no_error_and_the_retained_chain(tmp_path):

@@ -25,7 +25,7 @@ from workers.checkpoint.integrity.facts import CheckpointFacts
 from workers.checkpoint.integrity.gather import check_checkpoint
 from workers.checkpoint.integrity.state import restart_state_version
 from workers.checkpoint.inventory import TreeListing
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 TEMP_UUID = "1f0a1e22-1234-4567-89ab-0123456789ab"
 HUGE = 2**63 - 2  # a batch id Spark could parse; the checks must not walk up to it

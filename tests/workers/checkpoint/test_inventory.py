@@ -17,7 +17,7 @@ from workers.checkpoint.inventory import (
     build_inventory,
     take_inventory,
 )
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 CHECKPOINTS = our_fixture_checkpoints() + shared_fixture_checkpoints()
 CHECKPOINT_IDS = [f"{path.parent.name}/{path.name}" for path in CHECKPOINTS]

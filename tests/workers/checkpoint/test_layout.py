@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import is_temporary_file, parse_batch_id
+from workers.checkpoint.layout import is_temporary_file, parse_batch_id
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 from workers.checkpoint.errors import MissingFileError, PathNotAllowedError, StorageError
 from workers.checkpoint.localdirs import HeldDirectories
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 def _open_descriptors() -> int:

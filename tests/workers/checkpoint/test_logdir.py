@@ -2,16 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import (
-    CheckpointStorage,
-    CorruptFileError,
-    MissingFileError,
-    find_stream_metadata,
-    list_batch_ids,
-    read_commit,
-    read_offset_seq,
-)
+from workers.checkpoint.errors import CorruptFileError, MissingFileError
 from workers.checkpoint.inventory import list_tree
+from workers.checkpoint.logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 INCONSISTENT = "checkpoint-test-offsetId-commitId-inconsistent"
 

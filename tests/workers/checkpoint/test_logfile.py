@@ -2,14 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import (
-    CorruptFileError,
-    IncompleteLogFileError,
-    LogFile,
-    UnsupportedVersionError,
-    parse_log_file,
-)
-from workers.checkpoint.logfile import JsonSite, parse_json_object, parse_json_value
+from workers.checkpoint.errors import CorruptFileError, IncompleteLogFileError, UnsupportedVersionError
+from workers.checkpoint.logfile import JsonSite, LogFile, parse_json_object, parse_json_value, parse_log_file
 
 
 def test_spark_2_1_offsets_file_with_trailing_newline_splits_into_three_lines(spark_resources):

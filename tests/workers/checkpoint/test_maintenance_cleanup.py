@@ -22,13 +22,13 @@ from workers.checkpoint.fileinfo import FileInfo
 from workers.checkpoint.integrity.leftovers import TEMPORARY_FILE_GRACE_SECONDS
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.lz4block import compress_lz4_block_stream
-from workers.checkpoint.maintenance import restrict_to_confirmed
 from workers.checkpoint.maintenance.cleanup import apply_cleanup, cleanup_plan_from_listings, plan_cleanup
+from workers.checkpoint.maintenance.plan import restrict_to_confirmed
 from workers.checkpoint.maintenance.statestores import StateListings
 from workers.checkpoint.rocksdbstate import read_rocksdb_version
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import read_state_size
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 LATER = 4_000_000_000.0
 TEMP = ".12.delta.0f8fad5b-d9cb-469f-a165-70867728950e.tmp"

@@ -10,10 +10,10 @@ import shutil
 import time
 
 from fixture_paths import OUR_FIXTURES
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.inventory import is_temporary_name
 from workers.checkpoint.maintenance.actions import plan_action
 from workers.checkpoint.maintenance.clock import clock_from_stamp, read_storage_clock
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 def test_a_local_filesystem_agrees_with_this_clock_and_the_probe_leaves_nothing(tmp_path):

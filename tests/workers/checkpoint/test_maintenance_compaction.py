@@ -19,10 +19,13 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES
 from maintenance_crash import apply_killed_at, count_steps
-from workers.checkpoint import CheckpointStorage, FileInfo, read_metadata_log
 from workers.checkpoint.errors import CheckpointError
-from workers.checkpoint.maintenance import hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.fileinfo import FileInfo
 from workers.checkpoint.maintenance.compaction import apply_compaction, expiry_plan_from_listings, plan_compaction
+from workers.checkpoint.maintenance.plan import plan_from_json, restrict_to_confirmed
+from workers.checkpoint.maintenance.sidecars import hadoop_crc_bytes
+from workers.checkpoint.metadatalog import read_metadata_log
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 # The fixture generator's spark.sql.streaming.file{Sink,Source}.log.compactInterval.
 FIXTURE_INTERVAL = 3

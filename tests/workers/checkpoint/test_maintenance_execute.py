@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import CheckpointStorage, MissingFileError
-from workers.checkpoint.maintenance import (
+from workers.checkpoint.errors import MissingFileError
+from workers.checkpoint.maintenance.execute import PlanOutdatedError, apply_plan
+from workers.checkpoint.maintenance.plan import (
     FileState,
     MaintenancePlan,
     PlannedDelete,
     PlannedWrite,
-    PlanOutdatedError,
     Precondition,
-    apply_plan,
-    hadoop_crc_bytes,
     plan_from_json,
     restrict_to_confirmed,
-    sidecars_of,
 )
+from workers.checkpoint.maintenance.sidecars import hadoop_crc_bytes, sidecars_of
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 @pytest.fixture

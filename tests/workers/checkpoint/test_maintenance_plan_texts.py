@@ -18,8 +18,12 @@ import pytest
 
 from factories import long_stateless_history
 from fixture_paths import OUR_FIXTURES, our_fixture_checkpoints, shared_fixture_checkpoints
-from workers.checkpoint import CheckpointStorage
-from workers.checkpoint.maintenance import MaintenancePlan, plan_cleanup, plan_compaction, plan_purge, plan_snapshot
+from workers.checkpoint.maintenance.cleanup import plan_cleanup
+from workers.checkpoint.maintenance.compaction import plan_compaction
+from workers.checkpoint.maintenance.plan import MaintenancePlan
+from workers.checkpoint.maintenance.purge import plan_purge
+from workers.checkpoint.maintenance.snapshot import plan_snapshot
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 # Ours (PySpark 4.x) and Spark's own test resources (2.1 to 3.2: one batch only, a hole in the offsets).
 CHECKPOINTS = our_fixture_checkpoints() + shared_fixture_checkpoints()

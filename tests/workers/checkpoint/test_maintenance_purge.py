@@ -17,9 +17,11 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES
 from maintenance_crash import apply_killed_at, count_steps
-from workers.checkpoint import CheckpointStorage, read_commit, read_offset_seq
-from workers.checkpoint.maintenance import hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.logdir import read_commit, read_offset_seq
+from workers.checkpoint.maintenance.plan import plan_from_json, restrict_to_confirmed
 from workers.checkpoint.maintenance.purge import apply_purge, plan_purge, purge_plan_from_listings
+from workers.checkpoint.maintenance.sidecars import hadoop_crc_bytes
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 HOUR_AGO = time.time() - 3600
 SPARK_OFFSETS = (OUR_FIXTURES / "windowed_agg_file_sink/checkpoint/offsets/8").read_bytes()

@@ -20,7 +20,9 @@ from workers.checkpoint.errors import TruncatedFileError
 from workers.checkpoint.fileinfo import FileInfo
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.lz4block import compress_lz4_block_stream, iter_lz4_blocks
-from workers.checkpoint.maintenance import PlanOutdatedError, hadoop_crc_bytes, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.maintenance.execute import PlanOutdatedError
+from workers.checkpoint.maintenance.plan import plan_from_json, restrict_to_confirmed
+from workers.checkpoint.maintenance.sidecars import hadoop_crc_bytes
 from workers.checkpoint.maintenance.snapshot import apply_snapshot, plan_snapshot, snapshot_plan_from_listings
 from workers.checkpoint.maintenance.statestores import StateListings
 from workers.checkpoint.statecodec import decompress_state_file
@@ -28,7 +30,7 @@ from workers.checkpoint.statefiles import iter_state_records, parse_state_file
 from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import read_state_size
 from workers.checkpoint.statesummary import StateConf
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 # Long after every fixture's last batch: the query-stopped precondition holds.
 LATER = 4_000_000_000.0

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import CorruptFileError, StreamMetadata, parse_stream_metadata
+from workers.checkpoint.errors import CorruptFileError
+from workers.checkpoint.metadata import StreamMetadata, parse_stream_metadata
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,9 @@ import shutil
 import pytest
 
 from fixture_paths import OUR_FIXTURES
-from workers.checkpoint import (
-    CheckpointStorage,
-    CorruptFileError,
-    MetadataLogSummary,
-    MissingFileError,
-    UnsupportedVersionError,
-    file_source_log_dirs,
-    read_metadata_log,
-)
+from workers.checkpoint.errors import CorruptFileError, MissingFileError, UnsupportedVersionError
+from workers.checkpoint.metadatalog import MetadataLogSummary, file_source_log_dirs, read_metadata_log
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 WINDOWED_SINK_LOG = "windowed_agg_file_sink/output/_spark_metadata"
 DEDUP_SOURCE_LOG = "file_source_dedup/checkpoint/sources/0"

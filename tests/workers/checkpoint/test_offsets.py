@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.checkpoint import OffsetSeq, OffsetSeqMetadata, parse_offset_seq
+from workers.checkpoint.offsets import OffsetSeq, OffsetSeqMetadata, parse_offset_seq
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from bench.checkpoint_history import read_template, write_batches
-from workers.checkpoint import CheckpointStorage, CorruptFileError, StorageError, read_offset_seq
+from workers.checkpoint.errors import CorruptFileError, StorageError
+from workers.checkpoint.logdir import read_offset_seq
 from workers.checkpoint.probe import iter_next_entries
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 def test_probing_stops_at_the_first_missing_name_and_reads_nothing_after_it(tmp_path):

@@ -22,7 +22,7 @@ from state_corpus import ROCKSDB_STATE_CHECKPOINTS
 from workers.checkpoint.errors import CheckpointError, CorruptFileError, MissingFileError
 from workers.checkpoint.rocksdbrows import read_rocksdb_rows
 from workers.checkpoint.stateinventory import list_state_store_dirs
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 ROCKSDB_FIXTURES = ROCKSDB_STATE_CHECKPOINTS
 # Version 12 of this store loads as 10_<id>.zip (two SSTs) + 11_<id>.changelog + 12_<id>.changelog.

@@ -39,7 +39,7 @@ from workers.checkpoint.rocksdbstate import (
 )
 from workers.checkpoint.rocksdbzip import parse_rocksdb_checkpoint_metadata, parse_rocksdb_zip
 from workers.checkpoint.stateinventory import list_state_store_dirs
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 FORMAT1 = "rocksdb_changelog_agg"
 FORMAT2 = "rocksdb_checkpoint_v2_dedup"

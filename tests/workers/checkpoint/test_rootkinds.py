@@ -7,15 +7,9 @@ from pathlib import Path
 import pytest
 
 from fixture_paths import OUR_FIXTURES
-from workers.checkpoint import (
-    CheckpointStorage,
-    NotACheckpointError,
-    PathNotAllowedError,
-    RootKind,
-    SinkOutputKind,
-    classify_checkpoint_root,
-    classify_sink_output,
-)
+from workers.checkpoint.errors import NotACheckpointError, PathNotAllowedError
+from workers.checkpoint.rootkinds import RootKind, SinkOutputKind, classify_checkpoint_root, classify_sink_output
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 SINK_FIXTURE = OUR_FIXTURES / "windowed_agg_file_sink"
 # What PySpark 4.3 leaves when a query starts and stops before its first batch

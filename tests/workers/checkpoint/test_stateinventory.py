@@ -15,7 +15,7 @@ from workers.checkpoint.stateinventory import (
     parse_hdfs_state_files,
     summarize_hdfs_store,
 )
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 JOIN_STORES = ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"]
 

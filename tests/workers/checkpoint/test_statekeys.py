@@ -13,7 +13,7 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES
 from state_corpus import OUR_STATE_CHECKPOINTS, ROCKSDB_STATE_CHECKPOINTS
-from workers.checkpoint import CheckpointError, CorruptFileError, TruncatedFileError
+from workers.checkpoint.errors import CheckpointError, CorruptFileError, TruncatedFileError
 from workers.checkpoint.rocksdbstate import list_rocksdb_store_files
 from workers.checkpoint.statefollow import read_state_keys
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
@@ -26,7 +26,7 @@ from workers.checkpoint.statekeys import (
 )
 from workers.checkpoint.statesample import load_state_rows
 from workers.checkpoint.statesummary import StateConf
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 def _hdfs_steps() -> list[tuple]:

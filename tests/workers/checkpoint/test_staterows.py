@@ -15,7 +15,7 @@ from state_corpus import OUR_STATE_CHECKPOINTS
 from workers.checkpoint.errors import MissingFileError
 from workers.checkpoint.stateinventory import list_state_store_dirs, parse_hdfs_state_files
 from workers.checkpoint.staterows import StateSize, read_state_size
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 def _reported_rows(name: str) -> dict[int, int]:

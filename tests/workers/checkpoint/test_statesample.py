@@ -21,7 +21,7 @@ from workers.checkpoint.sparktypes import AtomicType, StructField, StructType
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesample import sample_state_rows
 from workers.checkpoint.stateschema import find_store_schema
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 HDFS_FIXTURES = (
     "windowed_agg_file_sink",

@@ -22,7 +22,7 @@ from workers.checkpoint.stateschema import (
     parse_operator_state_metadata,
     parse_state_schema_file,
 )
-from workers.checkpoint.storage import CheckpointStorage
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 WINDOW_AGG = ("struct<window:struct<start:timestamp,end:timestamp>,key:string>", "struct<count:bigint>")
 DEDUP = ("struct<id:string,event_time:timestamp>", "struct<__dummy__:void>")

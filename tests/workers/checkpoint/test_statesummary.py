@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
-from workers.checkpoint import CheckpointStorage
 from workers.checkpoint.statesummary import (
     StatePartitionSummary,
     read_checkpoint_state,
     state_conf,
     summarize_stores,
 )
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 KILLED = OUR_FIXTURES / "killed_mid_batch" / "checkpoint"
 

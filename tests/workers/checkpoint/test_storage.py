@@ -4,15 +4,10 @@ import os
 
 import pytest
 
-from workers.checkpoint import (
-    CheckpointStorage,
-    CorruptFileError,
-    FileInfo,
-    MissingFileError,
-    PathNotAllowedError,
-    StorageError,
-    check_allowed,
-)
+from workers.checkpoint.errors import CorruptFileError, MissingFileError, PathNotAllowedError, StorageError
+from workers.checkpoint.fileinfo import FileInfo
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.checkpoint.storage.locations import check_allowed
 
 
 @pytest.fixture

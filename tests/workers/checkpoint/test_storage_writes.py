@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from workers.checkpoint import CheckpointStorage, PathNotAllowedError, StorageError
+from workers.checkpoint.errors import PathNotAllowedError, StorageError
 from workers.checkpoint.layout import is_temporary_file
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
 
 @pytest.fixture(params=["local", "memory"])

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import json
 
-from workers.checkpoint import CheckpointStorage, summarize_checkpoint
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.checkpoint.summary import summarize_checkpoint
 
 INCONSISTENT = "checkpoint-test-offsetId-commitId-inconsistent"
 

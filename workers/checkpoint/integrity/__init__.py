@@ -46,47 +46,6 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
 
 The package holds the gathering (``gather``), the facts (``facts``), the findings (``findings``),
 one module per group of rules (``files``, ``batchlogs``, ``compactiblelogs``, ``leftovers``,
-``state``) and the list of rules run (``checks``). This module re-exports their public names, so
-that ``from workers.checkpoint.integrity import check_checkpoint`` and ``integrity.Finding`` keep working.
+``state``) and the list of rules run (``checks``). Import each name from the module that holds it
+(``from workers.checkpoint.integrity.gather import check_checkpoint``): docs/architecture.md.
 """
-
-from __future__ import annotations
-
-from .batchlogs import check_commits_without_offsets, check_offsets_gaps, check_uncommitted
-from .checks import run_checks
-from .compactiblelogs import check_compactible_logs, check_sink_log_behind, check_sink_log_present, needed_log_files
-from .facts import CheckpointFacts, CompactibleLog, OperatorDescription, ReadOutcome
-from .files import check_empty_files, check_listing_failures, check_metadata, check_read_files
-from .findings import SEVERITIES, Finding, Severity
-from .gather import check_checkpoint, gather_facts
-from .leftovers import TEMPORARY_FILE_GRACE_SECONDS, check_leftovers
-from .state import SHUFFLE_PARTITIONS_CONF, check_state, restart_state_version
-
-__all__ = [
-    "SEVERITIES",
-    "SHUFFLE_PARTITIONS_CONF",
-    "TEMPORARY_FILE_GRACE_SECONDS",
-    "CheckpointFacts",
-    "CompactibleLog",
-    "Finding",
-    "OperatorDescription",
-    "ReadOutcome",
-    "Severity",
-    "check_checkpoint",
-    "check_commits_without_offsets",
-    "check_compactible_logs",
-    "check_empty_files",
-    "check_leftovers",
-    "check_listing_failures",
-    "check_metadata",
-    "check_offsets_gaps",
-    "check_read_files",
-    "check_sink_log_behind",
-    "check_sink_log_present",
-    "check_state",
-    "check_uncommitted",
-    "gather_facts",
-    "needed_log_files",
-    "restart_state_version",
-    "run_checks",
-]

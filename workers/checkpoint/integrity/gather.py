@@ -20,7 +20,7 @@ from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, file_source_log_dir
 from ..offsets import OffsetSeq, offset_as_json
 from ..stateinventory import list_state_store_dirs
 from ..stateschema import find_operator_state_metadata, find_store_schema
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .checks import run_checks
 from .facts import CheckpointFacts, CompactibleLog, OperatorDescription, ReadOutcome
 from .findings import Finding

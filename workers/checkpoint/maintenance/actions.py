@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, sink_log_location
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from . import cleanup, compaction, purge, snapshot
 from .clock import storage_now
 from .execute import AppliedPlan, StepHook

@@ -43,7 +43,7 @@ from ..stateinventory import (
     files_for_version,
     parse_hdfs_state_files,
 )
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition
 from .planning import delete_with_sidecars, join, precondition_unless, start_plan

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 
 # The probe is named as an atomic write's temporary file (``.<name>.<uuid>.tmp``) at the checkpoint
 # root: no Spark reader lists there, and one a killed worker leaves is garbage that cleanup removes.

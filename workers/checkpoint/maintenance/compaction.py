@@ -52,7 +52,7 @@ from ..fileinfo import FileInfo
 from ..layout import COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
 from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
-from ..storage import MAX_LOG_FILE_BYTES, CheckpointStorage
+from ..storage.checkpointstorage import MAX_LOG_FILE_BYTES, CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
 from .planning import delete_with_sidecars, join, list_batch_logs, start_plan

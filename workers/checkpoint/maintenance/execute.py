@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..errors import CheckpointError, MissingFileError
 from ..fileinfo import FileInfo
 from ..layout import is_temporary_file
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .plan import MaintenancePlan, PlannedWrite
 from .sidecars import hadoop_crc_bytes, hadoop_crc_name
 

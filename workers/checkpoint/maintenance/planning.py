@@ -27,7 +27,7 @@ from typing import Any
 
 from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, OFFSETS_DIR
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, precondition
 from .preconditions import query_stopped
 from .sidecars import sidecars_of

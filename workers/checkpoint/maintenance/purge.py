@@ -28,7 +28,7 @@ from ..fileinfo import FileInfo
 from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 from ..rocksdbfiles import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
 from .planning import delete_with_sidecars, list_batch_logs, start_plan

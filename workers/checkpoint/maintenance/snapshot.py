@@ -36,7 +36,7 @@ from ..statecodec import MAX_STATE_FILE_BYTES, decompress_state_file, normalize_
 from ..statefiles import RecordRun, find_record_run, iter_run_keys
 from ..stateinventory import HdfsStateFile, StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from ..statesummary import StateConf
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedWrite, Precondition, precondition
 from .planning import join, precondition_unless, start_plan

@@ -19,7 +19,7 @@ from ..inventory import TreeListing, list_tree
 from ..layout import OFFSETS_DIR, parse_batch_id
 from ..stateinventory import STATE_DIR, HdfsStateFile, StateStoreDir, list_state_store_dirs
 from ..statesummary import StateConf, latest_state_conf
-from ..storage import CheckpointStorage
+from ..storage.checkpointstorage import CheckpointStorage
 from .plan import Precondition, precondition
 from .planning import list_batch_logs
 

@@ -8,21 +8,3 @@ checks that the root lies under an allowed root (locations), lists and reads, co
 ``FileNotFoundError``, ``PermissionError`` and other OS/fsspec errors into the library's own errors
 with the relative path attached (entries).
 """
-
-# The read sizes (LOCAL_*_BYTES) stay in checkpointstorage, where a test or bench that changes them
-# must change them.
-from .checkpointstorage import (
-    MAX_LOG_FILE_BYTES,
-    REMOTE_READS_IN_FLIGHT,
-    CheckpointStorage,
-    StorageCalls,
-)
-from .locations import check_allowed
-
-__all__ = [
-    "MAX_LOG_FILE_BYTES",
-    "REMOTE_READS_IN_FLIGHT",
-    "CheckpointStorage",
-    "StorageCalls",
-    "check_allowed",
-]
