@@ -179,7 +179,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "dashboards.api_responses.require_request_bodies",
+        "dashboards.api.responses.require_request_bodies",
     ],
 }
 LOGIN_REDIRECT_URL = "dashboards:checkpoint-list"
@@ -321,7 +321,7 @@ MAINTENANCE_PLAN_MAX_AGE_SECONDS = env_int("MAINTENANCE_PLAN_MAX_AGE_SECONDS", 3
 MAINTENANCE_LEASE_SECONDS = env_int("MAINTENANCE_LEASE_SECONDS", 120)
 MAINTENANCE_QUIET_SECONDS = env_int("MAINTENANCE_QUIET_SECONDS", 300)
 MAINTENANCE_REQUIRES_APPROVAL = env_flag("MAINTENANCE_REQUIRES_APPROVAL", default=False)
-# The health model (dashboards/query_status.py): the floors under the thresholds a query's own
+# The health model (dashboards/health/query_status.py): the floors under the thresholds a query's own
 # history gives. Stopped: no batch and no progress for the longer of this and 3 usual gaps between
 # batches. Stalled: a planned batch not committed for the longer of this and 10 usual batch
 # durations. Falling behind: input rate over this many times the processed rate, or batches this

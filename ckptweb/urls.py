@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from dashboards.ingest import ProgressIngestView
+from dashboards.api.ingest import ProgressIngestView
 from dashboards.login_limit import LimitedLoginView
 from dashboards.metrics import metrics
 
@@ -14,7 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/ingest/progress/", ProgressIngestView.as_view(), name="api-ingest-progress"),
     path("metrics", metrics, name="metrics"),
-    path("api/v1/", include("dashboards.read_api.urls")),
+    path("api/v1/", include("dashboards.api.read.urls")),
     # The schema answers a token or a session (401 otherwise, like the API); the docs page is for
     # people, so it sends them to the login form.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

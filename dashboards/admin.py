@@ -1,7 +1,6 @@
 from django.contrib import admin
 
-from .forms import CheckpointForm
-from .models import (
+from dashboards.models import (
     AuditEntry,
     Batch,
     BatchProgress,
@@ -14,7 +13,8 @@ from .models import (
     SyncIssue,
     SyncRun,
 )
-from .registrations import remove_checkpoint, save_registration
+from dashboards.registry.forms import CheckpointForm
+from dashboards.registry.registrations import remove_checkpoint, save_registration
 
 
 @admin.register(Checkpoint)

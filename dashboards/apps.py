@@ -6,4 +6,4 @@ class DashboardsConfig(AppConfig):
     verbose_name = "Checkpoint dashboards"
 
     def ready(self) -> None:
-        from . import audit  # noqa: F401  (connects the failed-login receiver)
+        from dashboards import audit  # noqa: F401  (connects the failed-login receiver)

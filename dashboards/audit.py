@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.signals import user_login_failed
 from django.dispatch import receiver
 
-from .models import AuditEntry
+from dashboards.models import AuditEntry
 
 # Django passes the credentials with secrets already replaced by "****"; only the user name is kept.
 USERNAME_FIELD = "username"

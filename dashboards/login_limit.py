@@ -14,7 +14,7 @@ from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.http import HttpResponse
 
-from .models import AuditEntry
+from dashboards.models import AuditEntry
 
 
 def _key(request) -> str:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from .task_names import RUN_MAINTENANCE_POLICY, SYNC_CHECKPOINT
+from dashboards.task_names import RUN_MAINTENANCE_POLICY, SYNC_CHECKPOINT
 
 if TYPE_CHECKING:
-    from .models import Checkpoint, MaintenancePolicy
+    from dashboards.models import Checkpoint, MaintenancePolicy
 
 
 def _every_seconds(name: str, task: str, seconds: int, pk: int, *, enabled: bool, description: str) -> PeriodicTask:

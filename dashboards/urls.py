@@ -1,7 +1,7 @@
 from django.urls import path
 
-from .views import maintenance, registry, runtime
-from .views import pages as views
+from dashboards.views import maintenance, registry, runtime
+from dashboards.views import pages as views
 
 app_name = "dashboards"
 

@@ -2,7 +2,7 @@
 
 From the newest HISTORY_BATCHES batches (an index range of the unique (checkpoint, batch_id)) and
 the progress of those same batch ids: the usual gap between batches, the trigger interval the
-batches show (dashboards.query_status.learn_trigger_interval; kept from earlier syncs while the
+batches show (dashboards.health.query_status.learn_trigger_interval; kept from earlier syncs while the
 batches show none, e.g. while they run back to back), and over the newest RECENT_BATCHES with
 progress the median batch duration and the mean input and processed rates.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import statistics
 from datetime import datetime
 
+from dashboards.health.query_status import learn_trigger_interval
 from dashboards.models import BatchProgress, Checkpoint
-from dashboards.query_status import learn_trigger_interval
 
 HISTORY_BATCHES = 100
 RECENT_BATCHES = 10

@@ -3,7 +3,7 @@
 docs/metrics.md lists every family. ``metrics`` is the view; ``REGISTRY`` holds the collector.
 """
 
-from .collector import REGISTRY, CkptwebCollector, build_registry
-from .views import metrics
+from dashboards.metrics.collector import REGISTRY, CkptwebCollector, build_registry
+from dashboards.metrics.views import metrics
 
 __all__ = ["REGISTRY", "CkptwebCollector", "build_registry", "metrics"]

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from ..models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
-from .families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
+from dashboards.metrics.families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
+from dashboards.models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
 
 
 def read_checkpoints() -> list[dict]:
@@ -26,7 +26,7 @@ def read_checkpoints() -> list[dict]:
     newest_batch = Batch.objects.filter(checkpoint=OuterRef("pk"), batch_id=OuterRef("latest_batch_id"))
     last_run = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
     # Progress past the newest batch + 1 of a checkpoint behind a copy of its query is the copy's
-    # (dashboards/progress_ownership.py).
+    # (dashboards/health/progress_ownership.py).
     copy_ahead = Checkpoint.objects.active().filter(
         query=OuterRef(OuterRef("query")), latest_batch_id__gt=OuterRef(OuterRef("latest_batch_id"))
     )

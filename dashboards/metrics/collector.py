@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from django.conf import settings
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from .checkpoints import checkpoint_families, checkpoint_labels, read_checkpoints
-from .health import finding_families, inventory_families, metadata_log_families, state_store_families
-from .maintenance import maintenance_families
-from .progress import progress_families
-from .services import beat_families, broker_families, event_log_families
-from .status import status_families
-from .syncs import sync_families
+from dashboards.metrics.checkpoints import checkpoint_families, checkpoint_labels, read_checkpoints
+from dashboards.metrics.health import finding_families, inventory_families, metadata_log_families, state_store_families
+from dashboards.metrics.maintenance import maintenance_families
+from dashboards.metrics.progress import progress_families
+from dashboards.metrics.services import beat_families, broker_families, event_log_families
+from dashboards.metrics.status import status_families
+from dashboards.metrics.syncs import sync_families
 
 
 class CkptwebCollector(Collector):

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 from django.db.models import Count, F, Max, Q, Sum
 
-from ..models import DirectoryInventory, Finding, MetadataLog, StatePartition
-from .families import CheckpointLabels, add, gauge
+from dashboards.metrics.families import CheckpointLabels, add, gauge
+from dashboards.models import DirectoryInventory, Finding, MetadataLog, StatePartition
 
 
 def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Iterator:

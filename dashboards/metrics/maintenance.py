@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 from django.db.models import Count, Max
 
-from ..models import MaintenanceAction, MaintenanceRun
-from .families import CheckpointLabels, add, counter, gauge, seconds
+from dashboards.metrics.families import CheckpointLabels, add, counter, gauge, seconds
+from dashboards.models import MaintenanceAction, MaintenanceRun
 
 Status = MaintenanceRun.Status
 # What a finished run came to; the other statuses are steps on the way.

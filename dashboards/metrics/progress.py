@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..models import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics
-from .families import CheckpointLabels, add, counter, duration_ms_to_seconds, gauge, seconds
+from dashboards.metrics.families import CheckpointLabels, add, counter, duration_ms_to_seconds, gauge, seconds
+from dashboards.models import CACHE_HITS, CACHE_MISSES, BatchProgress, StateOperatorMetrics
 
 OPERATOR_LABELS = ("operator_index", "operator_name")
 

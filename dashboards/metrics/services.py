@@ -12,9 +12,9 @@ from django.db.models import Max
 from django_celery_beat.models import PeriodicTask
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from ..models import EventLogDirectory
-from .broker import find_queue_lengths, task_queue_names
-from .families import PREFIX, seconds
+from dashboards.metrics.broker import find_queue_lengths, task_queue_names
+from dashboards.metrics.families import PREFIX, seconds
+from dashboards.models import EventLogDirectory
 
 BROKER_TIMEOUT_SECONDS = 1.0
 

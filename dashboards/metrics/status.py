@@ -1,7 +1,7 @@
 """The health model's families: each checkpoint's status and every condition that holds.
 
 One query (CheckpointQuerySet.status_list_rows, the list page's: plain rows, no model instances)
-and dashboards.query_status.assess at scrape time, so a graph, an alert and the pages say the
+and dashboards.health.query_status.assess at scrape time, so a graph, an alert and the pages say the
 same. Each family has one sample per checkpoint and state, 1 or 0, as kube-state-metrics does for
 a pod's phase: a state that stops holding drops to 0 instead of vanishing, so alerts resolve.
 """
@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.utils import timezone
 
-from ..models import Checkpoint
-from ..models.core import status_facts_of
-from ..query_status import State, Thresholds, assess
-from .families import CheckpointLabels, add, gauge, seconds
+from dashboards.health.query_status import State, Thresholds, assess
+from dashboards.metrics.families import CheckpointLabels, add, gauge, seconds
+from dashboards.models import Checkpoint
+from dashboards.models.core import status_facts_of
 
 
 def status_families(labels: CheckpointLabels) -> Iterator:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
-from ..models import SyncRun, SyncTotal
-from .families import CheckpointLabels, add, counter, gauge, seconds
+from dashboards.metrics.families import CheckpointLabels, add, counter, gauge, seconds
+from dashboards.models import SyncRun, SyncTotal
 
 STORAGE_CALL_KINDS = ("list", "info", "read")
 

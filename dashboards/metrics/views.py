@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client.exposition import choose_encoder
 
-from .collector import REGISTRY
+from dashboards.metrics.collector import REGISTRY
 
 
 @require_GET

@@ -1,6 +1,6 @@
 """The store: what the workers have read from checkpoints, and what users registered."""
 
-from .core import (
+from dashboards.models.core import (
     Batch,
     Checkpoint,
     QueryRun,
@@ -11,7 +11,7 @@ from .core import (
     default_sync_interval_seconds,
     ms_to_datetime,
 )
-from .inspection import (
+from dashboards.models.inspection import (
     CompactFile,
     DirectoryInventory,
     Finding,
@@ -21,8 +21,21 @@ from .inspection import (
     StateScan,
     StateScanChunk,
 )
-from .maintenance import AuditEntry, MaintenanceAction, MaintenancePolicy, MaintenanceRefused, MaintenanceRun
-from .progress import CACHE_HITS, CACHE_MISSES, BatchProgress, EventLogDirectory, StateOperatorMetrics, cache_hit_ratio
+from dashboards.models.maintenance import (
+    AuditEntry,
+    MaintenanceAction,
+    MaintenancePolicy,
+    MaintenanceRefused,
+    MaintenanceRun,
+)
+from dashboards.models.progress import (
+    CACHE_HITS,
+    CACHE_MISSES,
+    BatchProgress,
+    EventLogDirectory,
+    StateOperatorMetrics,
+    cache_hit_ratio,
+)
 
 __all__ = [
     "AuditEntry",

@@ -18,13 +18,12 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboards.health.query_status import StatusFacts
+from dashboards.maintenance_page.figures import LogFigures, MaintenanceFigures, StoreFigures
+from dashboards.models.severity import SEVERITY_ERROR, SEVERITY_WARNING
+from dashboards.schedules import schedule_sync, unschedule_sync
 from workers.checkpoint.maintenance.actions import SINK_LOG as SINK_LOG_CHOICE
 from workers.checkpoint.metadatalog import DEFAULT_COMPACT_INTERVAL
-
-from ..maintenance_figures import LogFigures, MaintenanceFigures, StoreFigures
-from ..query_status import StatusFacts
-from ..schedules import schedule_sync, unschedule_sync
-from .severity import SEVERITY_ERROR, SEVERITY_WARNING
 
 
 def default_sync_interval_seconds() -> int:
@@ -359,7 +358,7 @@ class Checkpoint(models.Model):
         help_text="Lowest offsets/N on storage at the last reconcile (Spark purges older ones).",
     )
 
-    # Written by the sync worker: the figures of the health model (dashboards/query_status.py).
+    # Written by the sync worker: the figures of the health model (dashboards/health/query_status.py).
     root_problem = models.CharField(
         max_length=1000,
         blank=True,

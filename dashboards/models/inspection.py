@@ -10,11 +10,10 @@ from datetime import datetime, timedelta
 from django.db import models
 from django.utils import timezone
 
+from dashboards.models.core import Checkpoint
+from dashboards.models.severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
 from workers.checkpoint.compactible import next_compaction_batch_id
 from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
-
-from .core import Checkpoint
-from .severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
 
 
 class MetadataLog(models.Model):

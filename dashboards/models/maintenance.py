@@ -16,10 +16,9 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboards.models.core import Checkpoint
+from dashboards.schedules import schedule_policy, unschedule_policy
 from workers.checkpoint.maintenance.plan import plan_from_json
-
-from ..schedules import schedule_policy, unschedule_policy
-from .core import Checkpoint
 
 
 class MaintenanceRefused(Exception):

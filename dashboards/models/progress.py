@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from django.db import models, transaction
 from django.utils import timezone
 
-from .core import QueryRun, StreamingQuery
+from dashboards.models.core import QueryRun, StreamingQuery
 
 if TYPE_CHECKING:
     from workers.checkpoint.progress import StateOperatorProgress, StreamingQueryProgress
@@ -107,7 +107,7 @@ class BatchProgress(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["query", "batch_id"], name="one_progress_per_batch")]
-        # A run's extent and its newest batches (dashboards/run_summary.py) without a scan of the query.
+        # A run's extent and its newest batches (dashboards/query_page/run_summary.py) without a scan of the query.
         indexes = [models.Index(fields=["run", "batch_id"], name="progress_of_run")]
         permissions = [("ingest_progress", "Can send progress events to the ingest endpoint")]
         verbose_name_plural = "batch progress"

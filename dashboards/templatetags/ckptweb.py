@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from ..offset_text import describe_offset
-from ..timespans import format_span
+from dashboards.query_page.offset_text import describe_offset
+from dashboards.query_page.timespans import format_span
 
 register = template.Library()
 
@@ -46,7 +46,7 @@ SPARK_PAD = 3
 
 @register.simple_tag
 def sparkline(trend) -> str:
-    """An inline SVG line of a Trend (dashboards.trends): batch duration per minute, last hour.
+    """An inline SVG line of a Trend (dashboards.list_page.trends): batch duration per minute, last hour.
 
     The vertical scale runs from the trend's own low to its high (said in the tooltip and the
     accessible label), so the line shows the shape, and the words give the values. The time axis
@@ -125,7 +125,7 @@ def get_item(mapping, key):
 
 @register.filter
 def readable_offset(raw: str | None) -> str:
-    """A source offset from the offset log in words (dashboards/offset_text.py)."""
+    """A source offset from the offset log in words (dashboards/query_page/offset_text.py)."""
     return describe_offset(raw)
 
 

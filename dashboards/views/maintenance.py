@@ -16,10 +16,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from ..maintenance_forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
-from ..models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
-from ..queueing import enqueue_on_commit
-from ..task_names import PLAN_MAINTENANCE, RUN_MAINTENANCE
+from dashboards.maintenance_page.forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
+from dashboards.models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
+from dashboards.queueing import enqueue_on_commit
+from dashboards.task_names import PLAN_MAINTENANCE, RUN_MAINTENANCE
 
 AUDIT_ENTRIES_PER_PAGE = 50
 RECENT_RUNS = 20

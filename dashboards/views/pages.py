@@ -13,20 +13,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from ..batch_pages import BatchPageRequest, read_batch_page
-from ..chart_series import BatchRange, timeline_series, timeline_version
-from ..charts import (
-    InventoryPoint,
-    PartitionPoint,
-    batch_timeline_figure,
-    compact_size_figure,
-    inventory_growth_figure,
-    state_heatmap_figure,
-)
-from ..checkpoint_list import PROVIDERS, ListRequest, build_list
-from ..compaction import CompactionOutlook, median_trigger_seconds, project_compaction
-from ..fragments import cached_text, synced_version
-from ..models import (
+from dashboards.health.query_status import Thresholds, assess
+from dashboards.list_page.checkpoint_list import PROVIDERS, ListRequest, build_list
+from dashboards.list_page.trends import duration_trends
+from dashboards.models import (
     Batch,
     BatchProgress,
     Checkpoint,
@@ -36,13 +26,23 @@ from ..models import (
     StateSample,
     StateScan,
 )
-from ..query_status import Thresholds, assess
-from ..queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
-from ..run_summary import compare_with_run, runs_section
-from ..runtime_section import runtime_section
-from ..state_as_of import StateAsOf
-from ..task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
-from ..trends import duration_trends
+from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
+from dashboards.query_page.chart_series import BatchRange, timeline_series, timeline_version
+from dashboards.query_page.charts import (
+    InventoryPoint,
+    PartitionPoint,
+    batch_timeline_figure,
+    compact_size_figure,
+    inventory_growth_figure,
+    state_heatmap_figure,
+)
+from dashboards.query_page.compaction import CompactionOutlook, median_trigger_seconds, project_compaction
+from dashboards.query_page.fragments import cached_text, synced_version
+from dashboards.query_page.run_summary import compare_with_run, runs_section
+from dashboards.query_page.runtime_section import runtime_section
+from dashboards.query_page.state_as_of import StateAsOf
+from dashboards.queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
+from dashboards.task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
 
 RECENT_SYNC_RUNS = 10
 CHECKPOINTS_PER_PAGE = 50

@@ -1,6 +1,6 @@
 """Registering, editing, archiving, restoring and removing checkpoints: permission, form, audited call.
 
-The audited work is in dashboards.registrations; these views fetch, validate and redirect.
+The audited work is in dashboards.registry.registrations; these views fetch, validate and redirect.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from ..forms import ArchiveForm, CheckpointForm, RemoveForm
-from ..models import Checkpoint
-from ..queueing import PERIODIC_SYNC, enqueue_on_commit
-from ..registrations import (
+from dashboards.models import Checkpoint
+from dashboards.queueing import PERIODIC_SYNC, enqueue_on_commit
+from dashboards.registry.forms import ArchiveForm, CheckpointForm, RemoveForm
+from dashboards.registry.registrations import (
     RegistryRefused,
     archive_checkpoint,
     remove_checkpoint,
     restore_checkpoint,
     save_registration,
 )
-from ..task_names import SYNC_CHECKPOINT
-from .pages import CHECKPOINTS_PER_PAGE, get_checkpoint_for_user
+from dashboards.task_names import SYNC_CHECKPOINT
+from dashboards.views.pages import CHECKPOINTS_PER_PAGE, get_checkpoint_for_user
 
 
 @login_required

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
-from ..chart_series import BatchRange
-from ..runtime_section import runtime_charts_json
-from .pages import get_checkpoint_for_user
+from dashboards.query_page.chart_series import BatchRange
+from dashboards.query_page.runtime_section import runtime_charts_json
+from dashboards.views.pages import get_checkpoint_for_user
 
 
 @login_required

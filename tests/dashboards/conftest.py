@@ -26,7 +26,7 @@ def killed_synced(copy_checkpoint):
     """The PySpark fixture killed before batch 6's commit, synced; no catch-up asked for yet."""
     from django.core.cache import cache
 
-    from dashboards.read_api.catchup import catch_up_key
+    from dashboards.api.read.catchup import catch_up_key
     from factories import make_checkpoint
     from workers.sync import sync_checkpoint
 

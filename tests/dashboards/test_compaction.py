@@ -1,4 +1,4 @@
-"""dashboards.compaction: the compact-file growth projection, on sizes worked out by hand."""
+"""dashboards.query_page.compaction: the compact-file growth projection, on sizes worked out by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from dashboards.compaction import CompactionOutlook, median_trigger_seconds, project_compaction
+from dashboards.query_page.compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 
 
 def test_linear_growth_crosses_where_a_compaction_needs_a_whole_trigger_interval():

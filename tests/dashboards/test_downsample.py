@@ -6,15 +6,15 @@ import random
 
 import pytest
 
-from dashboards.chart_series import TIMELINE_SHAPE, BatchRange, timeline_series
-from dashboards.downsample import (
+from dashboards.models import Batch
+from dashboards.query_page.chart_series import TIMELINE_SHAPE, BatchRange, timeline_series
+from dashboards.query_page.downsample import (
     MAX_POINTS_PER_SERIES,
     SeriesShape,
     bucket_width_for,
     downsample_rows,
     select_downsampled,
 )
-from dashboards.models import Batch
 from factories import make_checkpoint
 
 SHAPE = SeriesShape(key="batch_id", values=("timestamp_ms", "next_batch_watermark_ms"))

@@ -1,4 +1,4 @@
-"""Panels rendered once per sync (dashboards.fragments): a second request reads no batch row, and
+"""Panels rendered once per sync (dashboards.query_page.fragments): a second request reads no batch row, and
 the request after a sync that stored something shows it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboards.fragments import cached_text, synced_version
+from dashboards.query_page.fragments import cached_text, synced_version
 from factories import long_stateless_history, make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from workers.sync import sync_checkpoint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboards.maintenance_figures import (
+from dashboards.maintenance_page.figures import (
     LogFigures,
     MaintenanceFigures,
     StoreFigures,
@@ -222,7 +222,7 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
 
 @pytest.mark.django_db
 def test_the_log_choices_show_the_compact_interval_read_from_each_log(copy_checkpoint):
-    from dashboards.maintenance_forms import compactible_log_choices
+    from dashboards.maintenance_page.forms import compactible_log_choices
 
     directory = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "checkpoint", "dedup")
     output = copy_checkpoint(OUR_FIXTURES / "file_source_dedup" / "output", "dedup-output")

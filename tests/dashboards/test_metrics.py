@@ -471,7 +471,7 @@ def _family_names(names: list[str]) -> set[str]:
 
 
 def test_the_status_family_says_what_the_health_model_says_with_one_sample_per_state(client):
-    from dashboards.query_status import State
+    from dashboards.health.query_status import State
 
     now = datetime.now(UTC)
     make_checkpoint(

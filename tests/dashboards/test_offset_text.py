@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboards.offset_text import describe_offset
+from dashboards.query_page.offset_text import describe_offset
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES
 
 

@@ -12,9 +12,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboards.batch_pages import BatchPageRequest, read_batch_page
-from dashboards.chart_series import BatchRange
-from dashboards.downsample import MAX_POINTS_PER_SERIES
 from dashboards.models import (
     Batch,
     BatchProgress,
@@ -22,6 +19,9 @@ from dashboards.models import (
     StateOperatorMetrics,
     StreamingQuery,
 )
+from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
+from dashboards.query_page.chart_series import BatchRange
+from dashboards.query_page.downsample import MAX_POINTS_PER_SERIES
 from factories import make_checkpoint
 
 pytestmark = pytest.mark.django_db

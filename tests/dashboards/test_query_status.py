@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboards.query_status import State, StatusFacts, Thresholds, assess, learn_trigger_interval
+from dashboards.health.query_status import State, StatusFacts, Thresholds, assess, learn_trigger_interval
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 THRESHOLDS = Thresholds(stopped_after_seconds=300, stalled_after_seconds=120, behind_ratio=1.2)

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from dashboards.models import BatchProgress
-from dashboards.run_summary import Spread, nearest_rank
+from dashboards.query_page.run_summary import Spread, nearest_rank
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.progress import progress_from_dict
@@ -102,7 +102,7 @@ def test_the_batch_page_compares_the_batch_with_its_run(viewer_client, restarted
 
 
 def test_a_run_longer_than_the_window_is_summed_up_over_its_newest_batches(viewer_client, restarted, monkeypatch):
-    from dashboards import run_summary
+    from dashboards.query_page import run_summary
 
     checkpoint, report = restarted
     monkeypatch.setattr(run_summary, "WINDOW_BATCHES", 5)

@@ -23,9 +23,9 @@ from dashboards.models import (
     StateOperatorMetrics,
     StreamingQuery,
 )
-from dashboards.runtime_charts import RUNTIME_CHARTS
-from dashboards.runtime_marks import describe_conf_change
-from dashboards.runtime_series import RUNTIME_MAX_POINTS
+from dashboards.query_page.runtime_charts import RUNTIME_CHARTS
+from dashboards.query_page.runtime_marks import describe_conf_change
+from dashboards.query_page.runtime_series import RUNTIME_MAX_POINTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of

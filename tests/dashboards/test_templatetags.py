@@ -48,8 +48,8 @@ def _circles_and_lines(svg: str) -> tuple[list[tuple[float, float]], list[str]]:
 
 def test_a_query_one_minute_old_shows_a_dot_inside_the_sparkline():
     """One minute of batches is one point: a polyline of one point draws nothing, so the dot does."""
+    from dashboards.list_page.trends import TREND_MINUTES, Trend
     from dashboards.templatetags.ckptweb import SPARK_HEIGHT, SPARK_WIDTH, sparkline
-    from dashboards.trends import TREND_MINUTES, Trend
 
     circles, _ = _circles_and_lines(sparkline(Trend(((TREND_MINUTES, 480.0),), TREND_MINUTES)))
 
@@ -60,8 +60,8 @@ def test_a_query_one_minute_old_shows_a_dot_inside_the_sparkline():
 
 
 def test_the_dot_marks_the_newest_minute_and_the_hour_spans_the_width():
+    from dashboards.list_page.trends import Trend
     from dashboards.templatetags.ckptweb import SPARK_HEIGHT, SPARK_WIDTH, sparkline
-    from dashboards.trends import Trend
 
     circles, lines = _circles_and_lines(sparkline(Trend(((0, 900.0), (30, 100.0), (60, 500.0)), 60)))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.forms import CheckpointForm
+from dashboards.registry.forms import CheckpointForm
 from fixture_paths import OUR_FIXTURES
 
 from .conftest import BUCKET

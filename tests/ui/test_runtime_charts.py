@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from dashboards.models import BatchProgress, MaintenanceRun
-from dashboards.runtime_charts import RUNTIME_CHARTS
+from dashboards.query_page.runtime_charts import RUNTIME_CHARTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from ui_helpers import SCREENSHOT_DIR, log_in

@@ -1,6 +1,6 @@
 """One view of a checkpoint's batches, from the ckptweb server when it is current, else from storage.
 
-The server's read API (``/api/v1/``, dashboards/read_api) answers from what its workers synced,
+The server's read API (``/api/v1/``, dashboards/api/read) answers from what its workers synced,
 with the newest batch it knows and a signature. This client trusts that answer only after one
 cheap look at storage: the next offsets and commits names after the server's latest. If either
 exists the server is behind; the client then reads the checkpoint itself with the library and

@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from ..supervisor import Supervisor
+from dashboards.management.supervisor import Supervisor
 
 PIPELINE_USER = "demo-pipeline"
 # The demo pipeline's spark.sql.streaming.fileSink.log.compactInterval (pipelines/demo.py DEMO_CONF).

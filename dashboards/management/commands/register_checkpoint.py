@@ -9,9 +9,9 @@ import getpass
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboards.forms import CheckpointForm
 from dashboards.models import Checkpoint
-from dashboards.registrations import save_registration
+from dashboards.registry.forms import CheckpointForm
+from dashboards.registry.registrations import save_registration
 
 
 class Command(BaseCommand):

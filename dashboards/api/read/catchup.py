@@ -13,9 +13,9 @@ from datetime import datetime
 from django.core.cache import cache
 from django.db import transaction
 
-from ..models import Checkpoint
-from ..queueing import send_task
-from ..task_names import SYNC_CHECKPOINT
+from dashboards.models import Checkpoint
+from dashboards.queueing import send_task
+from dashboards.task_names import SYNC_CHECKPOINT
 
 
 def catch_up_key(checkpoint_id: int) -> str:

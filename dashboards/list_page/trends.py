@@ -20,7 +20,7 @@ from django.core.cache import cache
 from django.db.models import Avg, Q
 from django.db.models.functions import TruncMinute
 
-from .models import BatchProgress
+from dashboards.models import BatchProgress
 
 TREND_MINUTES = 60
 # A trigger of 1 s gives 3,600 batches an hour; faster queries show their newest hour's tail.

@@ -17,9 +17,9 @@ from uuid import UUID
 
 from django.db.models import Max, Min
 
-from .chart_series import BatchRange
-from .models import BatchProgress, Checkpoint, QueryRun
-from .progress_ownership import progress_ceiling
+from dashboards.health.progress_ownership import progress_ceiling
+from dashboards.models import BatchProgress, Checkpoint, QueryRun
+from dashboards.query_page.chart_series import BatchRange
 
 RUNS_SHOWN = 10
 WINDOW_BATCHES = 2_000

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..api_responses import read_responses
+from dashboards.api.responses import read_responses
 
 # "<int:checkpoint_id>" in a Django route is "{checkpoint_id}" in an RFC 6570 template (and in OpenAPI).
 ROUTE_PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")

@@ -21,11 +21,10 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from dashboards.api import progress_schema
+from dashboards.models import BatchProgress, QueryRun
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.progress import QueryIdleEvent, idle_event_from_dict, progress_from_dict
-
-from . import progress_schema
-from .models import BatchProgress, QueryRun
 
 INGEST_SOURCE = "request body: progress"
 IDLE_SOURCE = "request body: idle"

@@ -12,13 +12,19 @@ from datetime import datetime
 
 from django.urls import reverse
 
-from .chart_series import BatchRange
-from .fragments import cached_text
-from .models import BatchProgress, Checkpoint, StateOperatorMetrics
-from .progress_ownership import progress_ceiling
-from .runtime_charts import RUNTIME_CHARTS, ProgressPoint, RuntimeChart, runtime_figures, runtime_figures_json
-from .runtime_marks import Window, marks_version, runtime_marks
-from .runtime_series import operator_series, progress_series, runtime_version
+from dashboards.health.progress_ownership import progress_ceiling
+from dashboards.models import BatchProgress, Checkpoint, StateOperatorMetrics
+from dashboards.query_page.chart_series import BatchRange
+from dashboards.query_page.fragments import cached_text
+from dashboards.query_page.runtime_charts import (
+    RUNTIME_CHARTS,
+    ProgressPoint,
+    RuntimeChart,
+    runtime_figures,
+    runtime_figures_json,
+)
+from dashboards.query_page.runtime_marks import Window, marks_version, runtime_marks
+from dashboards.query_page.runtime_series import operator_series, progress_series, runtime_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .timespans import format_span
+from dashboards.query_page.timespans import format_span
 
 # How many gaps of the usual (typical) interval make a query stopped, and how many usual batch
 # durations make an uncommitted batch stalled.

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import index, views
+from dashboards.api.read import index, views
 
 # The index lists these; it gets them here rather than importing this module (which imports it).
 resources = [

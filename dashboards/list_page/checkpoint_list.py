@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from .models.core import status_facts_of
-from .query_status import PRECEDENCE, QueryStatus, State, Thresholds, assess
+from dashboards.health.query_status import PRECEDENCE, QueryStatus, State, Thresholds, assess
+from dashboards.models.core import status_facts_of
 
 PROVIDERS = ("hdfs", "rocksdb")
 # Sort keys by URL name; a leading "-" in ?sort= sorts descending. None sorts last either way.

@@ -11,7 +11,7 @@ a live query's charts do not wait for the next sync.
 
 from __future__ import annotations
 
-from .models import Checkpoint
+from dashboards.models import Checkpoint
 
 
 def progress_ceiling(checkpoint: Checkpoint) -> int | None:

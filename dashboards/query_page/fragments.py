@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from django.core.cache import cache
 
-from .models import Checkpoint
+from dashboards.models import Checkpoint
 
 FRAGMENT_CACHE_SECONDS = 300
 

@@ -6,14 +6,13 @@ from typing import TypeVar
 from django import forms
 from django.conf import settings
 
+from dashboards.models import Checkpoint
 from workers.checkpoint.errors import CheckpointError, PathNotAllowedError
 from workers.checkpoint.metadatalog import DEFAULT_COMPACT_INTERVAL
 from workers.checkpoint.rootkinds import classify_checkpoint_root, classify_sink_output
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.checkpoint.storage.locations import check_allowed
 from workers.storage_options import open_storage_for_check
-
-from .models import Checkpoint
 
 MIN_SYNC_INTERVAL_SECONDS = 5
 

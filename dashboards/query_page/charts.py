@@ -9,10 +9,9 @@ from datetime import datetime
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dashboards.models import ms_to_datetime
+from dashboards.query_page.compaction import CompactionOutlook
 from workers.checkpoint.compactible import is_compaction_batch
-
-from .compaction import CompactionOutlook
-from .models import ms_to_datetime
 
 
 @dataclass(frozen=True, slots=True)

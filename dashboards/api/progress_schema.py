@@ -12,7 +12,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers
 
-from .api_responses import DETAIL, NOT_ALLOWED, NOT_SIGNED_IN, TOO_MANY_REQUESTS
+from dashboards.api.responses import DETAIL, NOT_ALLOWED, NOT_SIGNED_IN, TOO_MANY_REQUESTS
 
 # Spark's counters are Java longs (documented as int64, so generated values fit).
 JAVA_LONG = {"min_value": -(2**63), "max_value": 2**63 - 1}

@@ -12,9 +12,9 @@ from datetime import datetime
 
 from django.db import transaction
 
-from .forms import CheckpointForm
-from .models import AuditEntry, Checkpoint
-from .schedules import schedule_policy, schedule_sync
+from dashboards.models import AuditEntry, Checkpoint
+from dashboards.registry.forms import CheckpointForm
+from dashboards.schedules import schedule_policy, schedule_sync
 
 # Fields whose old and new values an "edited" entry records.
 AUDITED_FIELDS = ("name", "url", "sink_log_url", "file_log_compact_interval", "is_enabled", "sync_interval_seconds")

@@ -24,14 +24,9 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from ..api_responses import read_responses
-from ..chart_series import BatchRange
-from ..models import BatchProgress, Checkpoint
-from ..progress_ownership import progress_ceiling
-from ..views.pages import get_checkpoint_for_user
-from .catchup import request_catch_up
-from .paging import FreshnessParams, KeysetPage, KeysetParams, PageParams, read_keyset_page
-from .serializers import (
+from dashboards.api.read.catchup import request_catch_up
+from dashboards.api.read.paging import FreshnessParams, KeysetPage, KeysetParams, PageParams, read_keyset_page
+from dashboards.api.read.serializers import (
     BatchProgressSerializer,
     BatchSerializer,
     CheckpointSerializer,
@@ -40,7 +35,12 @@ from .serializers import (
     MetadataLogSerializer,
     StatePartitionSerializer,
 )
-from .signature import Freshness, freshness_of
+from dashboards.api.read.signature import Freshness, freshness_of
+from dashboards.api.responses import read_responses
+from dashboards.health.progress_ownership import progress_ceiling
+from dashboards.models import BatchProgress, Checkpoint
+from dashboards.query_page.chart_series import BatchRange
+from dashboards.views.pages import get_checkpoint_for_user
 
 FRESHNESS_FIELDS = {
     "latest_batch_id": serializers.IntegerField(allow_null=True, help_text="Newest batch the server has stored."),
@@ -197,7 +197,7 @@ class ProgressList(CheckpointRowsView):
 
     def rows(self, checkpoint: Checkpoint) -> QuerySet:
         # Progress belongs to the query; a checkpoint whose metadata was never read has none, and
-        # one behind a copy of its query stops at its own batches (dashboards/progress_ownership.py).
+        # one behind a copy of its query stops at its own batches (dashboards/health/progress_ownership.py).
         own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
         return BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).select_related("run")
 

@@ -25,11 +25,10 @@ from datetime import datetime
 
 from django.db.models import Count, Max
 
+from dashboards.models import BatchProgress, Checkpoint, MetadataLog, QueryRun
+from dashboards.query_page.runtime_charts import RuntimeMark
 from workers.checkpoint.compactible import is_compaction_batch
 from workers.checkpoint.layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
-
-from .models import BatchProgress, Checkpoint, MetadataLog, QueryRun
-from .runtime_charts import RuntimeMark
 
 MAX_MARKS_PER_KIND = 100
 MAX_BATCHES_FOR_SOURCE_COMPACTIONS = 5_000

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from .keyset import read_past
+from dashboards.keyset import read_past
 
 BATCHES_PER_PAGE = 50
 

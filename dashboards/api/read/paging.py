@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import serializers
 
-from ..keyset import filter_given, read_past
+from dashboards.keyset import filter_given, read_past
 
 DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000

@@ -1,6 +1,6 @@
 """The rows the Runtime charts plot: every reported batch's progress and state operators, downsampled in SQL.
 
-As the batch timeline series (dashboards.chart_series): the key span first, then one
+As the batch timeline series (dashboards.query_page.chart_series): the key span first, then one
 downsampling statement per series, the settled buckets cached. The query-wide series keeps each
 bucket's extremes of the rates, the input rows, the batch duration and the watermark gap (the
 phases are drawn stacked, so the batch duration is their envelope); the operator series keeps
@@ -18,12 +18,12 @@ from django.db.models import BigIntegerField, Case, F, FloatField, Func, QuerySe
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, NullIf
 
-from .chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
-from .downsample import SeriesShape, select_downsampled
-from .fragments import checkpoint_identity
-from .models import CACHE_HITS, CACHE_MISSES, BatchProgress, Checkpoint, StateOperatorMetrics
-from .progress_ownership import progress_ceiling
-from .runtime_charts import OperatorPoint, ProgressPoint
+from dashboards.health.progress_ownership import progress_ceiling
+from dashboards.models import CACHE_HITS, CACHE_MISSES, BatchProgress, Checkpoint, StateOperatorMetrics
+from dashboards.query_page.chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
+from dashboards.query_page.downsample import SeriesShape, select_downsampled
+from dashboards.query_page.fragments import checkpoint_identity
+from dashboards.query_page.runtime_charts import OperatorPoint, ProgressPoint
 
 PROGRESS_SHAPE = SeriesShape(
     key="batch_id",

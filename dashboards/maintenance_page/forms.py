@@ -16,11 +16,16 @@ from typing import Any
 
 from django import forms
 
+from dashboards.maintenance_page.figures import (
+    MaintenanceFigures,
+    Preview,
+    Suggestion,
+    preview_request,
+    suggest_parameters,
+)
+from dashboards.models import Checkpoint, MaintenanceAction, MetadataLog
+from dashboards.registry.forms import confirm_typed_name
 from workers.checkpoint.maintenance.actions import SINK_LOG
-
-from .forms import confirm_typed_name
-from .maintenance_figures import MaintenanceFigures, Preview, Suggestion, preview_request, suggest_parameters
-from .models import Checkpoint, MaintenanceAction, MetadataLog
 
 # What each action is for, under its name on the request form.
 ACTION_DESCRIPTIONS = {

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..models import Checkpoint
+from dashboards.models import Checkpoint
 
 SIGNATURE_HEX_CHARS = 32
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..models import (
+from dashboards.api.read.signature import checkpoint_signature
+from dashboards.models import (
     Batch,
     BatchProgress,
     Checkpoint,
@@ -14,7 +15,6 @@ from ..models import (
     MetadataLog,
     StatePartition,
 )
-from .signature import checkpoint_signature
 
 
 class CheckpointSerializer(serializers.ModelSerializer):

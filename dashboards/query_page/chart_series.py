@@ -1,8 +1,8 @@
 """The rows the batch timeline plots, downsampled in the database when long, and the machinery the
-Runtime charts' series share (dashboards.runtime_series).
+Runtime charts' series share (dashboards.query_page.runtime_series).
 
 Each series reads the key span first (MIN/MAX batch id, answered from an index) to pick a bucket
-width, then one downsampling statement (dashboards.downsample): two queries whatever the number of
+width, then one downsampling statement (dashboards.query_page.downsample): two queries whatever the number of
 batches, and a downsampled series is cached until the rows move. ``?from=&to=`` narrows the batch
 range; a range of at most MAX_POINTS_PER_SERIES batches comes back in full detail.
 """
@@ -16,11 +16,11 @@ from django.core.cache import cache
 from django.db.models import Case, F, IntegerField, Max, Min, QuerySet, Value, When, Window
 from django.db.models.functions import Lag
 
-from .batch_pages import batch_id_or_none
-from .charts import TimelinePoint
-from .downsample import MAX_POINTS_PER_SERIES, SeriesShape, bucket_width_for, select_downsampled
-from .fragments import checkpoint_identity
-from .models import Checkpoint
+from dashboards.models import Checkpoint
+from dashboards.query_page.batch_pages import batch_id_or_none
+from dashboards.query_page.charts import TimelinePoint
+from dashboards.query_page.downsample import MAX_POINTS_PER_SERIES, SeriesShape, bucket_width_for, select_downsampled
+from dashboards.query_page.fragments import checkpoint_identity
 
 # committed_flag makes a bucket keep one uncommitted batch (its minimum) when it has any.
 TIMELINE_SHAPE = SeriesShape(key="batch_id", values=("batch_id", "interval_ms", "watermark_ms", "committed_flag"))

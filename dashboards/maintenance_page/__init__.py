@@ -1,0 +1,1 @@
+"""The maintenance pages: the request form, its defaults and previews."""

@@ -1,0 +1,1 @@
+"""Registering, editing, archiving and removing checkpoints: the form and the audited saves."""
