@@ -109,6 +109,7 @@ def read_inspection(
         storage,
         stores,
         version=None if fan_out else version,
+        committed_version=version,
         conf=state_conf(_latest_conf(facts, checkpoint)),
         commits={**stored_state_commits(checkpoint), **new_commits},
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,

@@ -224,7 +224,9 @@ def _read_cold(
         unique_id=unique_ids.get(target),
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
-    (summary,) = summarize_state_stores(storage, [store], version=None, conf=conf, commits=commits)
+    (summary,) = summarize_state_stores(
+        storage, [store], version=None, committed_version=target, conf=conf, commits=commits
+    )
     for name in FILE_FIGURES:
         setattr(row, name, getattr(summary, name))
     return StoreFollow(target, keys.rows, keys, ())
@@ -242,7 +244,11 @@ def _advance(row: StatePartition, followed: StoreFollow) -> None:
     already counted are not counted twice)."""
     known = row.latest_version if row.latest_version is not None else -1
     new = [version for version in followed.versions if version.version > known]
-    row.bytes_on_disk += sum(f.size for version in new for f in (version.change, version.snapshot) if f is not None)
+    # Files of versions the full pass found uncommitted are on disk already, counted in its bytes.
+    on_disk = set(row.uncommitted_versions)
+    row.bytes_on_disk += sum(
+        f.size for version in new if version.version not in on_disk for f in (version.change, version.snapshot) if f
+    )
     snapshots = [index for index, version in enumerate(new) if version.snapshot is not None]
     if snapshots:
         base = new[snapshots[-1]]
@@ -255,4 +261,5 @@ def _advance(row: StatePartition, followed: StoreFollow) -> None:
         row.load_files = None if row.load_files is None else row.load_files + len(changes)
         row.load_bytes = None if row.load_bytes is None else row.load_bytes + sum(f.size for f in changes)
     row.latest_version = max(known, followed.version)
+    row.uncommitted_versions = [version for version in row.uncommitted_versions if version > followed.version]
     row.rows, row.rows_version, row.note = followed.rows, followed.version, ""

@@ -22,6 +22,7 @@ VERSION_FIGURES = (
     "load_files",
     "load_bytes",
     "bytes_on_disk",
+    "uncommitted_versions",
 )
 FILE_FIGURES = ("provider", "path", *VERSION_FIGURES)
 ROW_FIGURES = ("rows", "rows_version", "note")

@@ -164,6 +164,11 @@ class StatePartition(models.Model):
     bytes_on_disk = models.PositiveBigIntegerField(default=0)
     rows = models.BigIntegerField(null=True, blank=True)
     rows_version = models.BigIntegerField(null=True, blank=True)
+    uncommitted_versions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Versions past the committed one: files of a batch with no commit, which a restart rewrites.",
+    )
     note = models.TextField(blank=True, help_text="Why rows are unknown, or what could not be read.")
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -329,3 +329,18 @@ def test_the_batch_table_shows_each_batch_s_duration_rows_and_rates_from_spark_s
         assert float(cells[3].replace(",", "")) == round(fields["inputRowsPerSecond"], 1), (batch_id, cells)
         assert float(cells[4].replace(",", "")) == round(fields["processedRowsPerSecond"], 1), (batch_id, cells)
     assert any(batch_id not in reported for batch_id in rows) and any(batch_id in reported for batch_id in rows)
+
+
+def test_the_state_panel_of_a_killed_batch_shows_the_committed_version_and_names_the_uncommitted_one(
+    viewer_client, killed_synced
+):
+    # Batch 6 wrote state version 7 in both partitions and was killed before its commit.
+    page = viewer_client.get(killed_synced.get_absolute_url()).content.decode()
+    stores = page[page.index('id="state-stores"') : page.index("</table>", page.index('id="state-stores"'))]
+    cells = re.findall(r"<td>([^<]*)</td>", stores)
+    assert cells[:5] == ["0", "default", "hdfs", "2", "6"]
+    note = page[page.index('id="state-uncommitted-0-default"') :].split("</p>")[0]
+    assert " ".join(note.split()).endswith(
+        "Operator 0 store default also holds version 7, written by a batch that has no commit: "
+        "a restart runs that batch again and rewrites it. The figures above leave it out."
+    )

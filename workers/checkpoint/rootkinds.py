@@ -11,10 +11,10 @@ tests/spark/test_rootkinds_vs_spark.py). When a query starts, before its first b
 * a file sink creates ``<output>/_spark_metadata/`` (FileStreamSink's FileStreamSinkLog).
 
 ``offsets/<N>`` appears when the first batch is planned, ``state/`` with the first stateful
-batch. So a folder holding none of ``metadata``, ``offsets/``, ``commits/`` and ``state/`` is no
-checkpoint, an empty one included (only a crash between creating the folder and writing
-``metadata`` leaves one); a checkpoint without ``offsets/<N>`` is a query that has not run a
-batch yet, which is allowed with a warning.
+batch. So a folder holding other things but none of ``metadata``, ``offsets/``, ``commits/`` and
+``state/`` is no checkpoint; a checkpoint without ``offsets/<N>`` is a query that has not run a
+batch yet, which is allowed with a warning. So is an empty folder: a checkpoint location made
+for a query that has not started (Spark starts a query on an empty or missing location alike).
 """
 
 from __future__ import annotations
@@ -52,9 +52,6 @@ _ROOT_REFUSALS = {
     RootKind.FILE: f"this is a file, not a checkpoint folder: give {_SHAPE}",
 }
 _NOT_A_CHECKPOINT = "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint"
-_NOT_A_CHECKPOINT_EMPTY = (
-    "the folder is empty, not a Spark checkpoint (Spark writes metadata, offsets/ and commits/ when the query starts)"
-)
 _NOT_A_CHECKPOINT_SINK = f"this is a file sink's output (it holds {SINK_LOG_DIR}), not its checkpoint: give {_SHAPE}"
 
 
@@ -76,13 +73,7 @@ class CheckpointRoot:
     def refusal(self) -> NotACheckpointError | None:
         """The error to refuse this path with, or None when it is a checkpoint."""
         if self.kind is RootKind.NOT_A_CHECKPOINT:
-            reason = (
-                _NOT_A_CHECKPOINT_SINK
-                if self.is_sink_output
-                else _NOT_A_CHECKPOINT_EMPTY
-                if self.is_empty
-                else _NOT_A_CHECKPOINT
-            )
+            reason = _NOT_A_CHECKPOINT_SINK if self.is_sink_output else _NOT_A_CHECKPOINT
         else:
             reason = _ROOT_REFUSALS.get(self.kind)
         return None if reason is None else NotACheckpointError(self.url, reason)
@@ -90,6 +81,11 @@ class CheckpointRoot:
     @property
     def warning(self) -> str | None:
         """What to tell about an accepted checkpoint, or None."""
+        if self.kind is RootKind.NOT_STARTED and self.is_empty:
+            return (
+                f"{self.url}: the folder is empty: a query given this checkpoint location has not started "
+                "(Spark writes metadata, offsets/ and commits/ when it starts); its batches appear once it runs"
+            )
         if self.kind is RootKind.NOT_STARTED:
             return (
                 f"{self.url}: the query has not run a batch yet (no offsets/<N> file); "
@@ -115,13 +111,13 @@ def classify_checkpoint_root(storage: CheckpointStorage) -> CheckpointRoot:
 
 
 def _without_entries(storage: CheckpointStorage) -> CheckpointRoot:
-    """A root that lists nothing is missing, a file, or an empty folder."""
+    """A root that lists nothing is missing, a file, or an empty folder (a query not started yet)."""
     info = storage.find_info("")
     if info is None:
         return CheckpointRoot(storage.url, RootKind.MISSING)
     if not info.is_dir:
         return CheckpointRoot(storage.url, RootKind.FILE)
-    return CheckpointRoot(storage.url, RootKind.NOT_A_CHECKPOINT, is_empty=True)
+    return CheckpointRoot(storage.url, RootKind.NOT_STARTED, is_empty=True)
 
 
 def _checkpoint_entries(entries: list[FileInfo]) -> list[str]:

@@ -76,6 +76,9 @@ class HdfsStoreSummary:
     last_snapshot_version: int | None
     deltas_since_snapshot: int
     bytes_on_disk: int
+    # Versions past the committed one: written by a batch that has no commit (yet), which a
+    # restart runs again and rewrites. Not counted in the figures above.
+    uncommitted_versions: tuple[int, ...] = ()
 
 
 def list_state_store_dirs(storage: CheckpointStorage) -> list[StateStoreDir]:
@@ -221,9 +224,17 @@ def _check_deltas_present(deltas: Sequence[HdfsStateFile], base: int, version: i
             )
 
 
-def summarize_hdfs_store(files: Sequence[StateFileInfo]) -> HdfsStoreSummary:
-    """Summarize an HDFS-backed store directory; ``bytes_on_disk`` counts every file in it."""
+def summarize_hdfs_store(files: Sequence[StateFileInfo], *, committed_version: int | None = None) -> HdfsStoreSummary:
+    """Summarize an HDFS-backed store directory; ``bytes_on_disk`` counts every file in it.
+
+    With ``committed_version`` (the version the newest committed batch wrote), the versions after
+    it are listed as uncommitted and left out of the latest version and the delta chain.
+    """
     state_files, _ = parse_hdfs_state_files(files)
+    uncommitted = ()
+    if committed_version is not None:
+        uncommitted = tuple(sorted({f.version for f in state_files if f.version > committed_version}))
+        state_files = tuple(f for f in state_files if f.version <= committed_version)
     snapshots = [f.version for f in state_files if f.is_snapshot]
     last_snapshot = snapshots[-1] if snapshots else None
     deltas = sum(1 for f in state_files if not f.is_snapshot and f.version > (last_snapshot or 0))
@@ -232,6 +243,7 @@ def summarize_hdfs_store(files: Sequence[StateFileInfo]) -> HdfsStoreSummary:
         last_snapshot_version=last_snapshot,
         deltas_since_snapshot=deltas,
         bytes_on_disk=sum(info.size for info in files if not info.is_dir),
+        uncommitted_versions=uncommitted,
     )
 
 

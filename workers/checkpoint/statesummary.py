@@ -4,7 +4,9 @@ For every ``state/<op>/<partition>[/<store>]`` directory: the provider, the newe
 last snapshot (an HDFS ``N.snapshot`` or a RocksDB ``N.zip``) and how many deltas or changelogs
 a load replays on top of it — the figure that says how slow a restart will be — the bytes on
 disk, and the rows at one version: the version a restart loads (latest committed batch + 1),
-which is also what Spark's ``statestore`` source reads by default.
+which is also what Spark's ``statestore`` source reads by default. Every figure is of that one
+version: files a batch wrote before it was killed (no commit) are listed as uncommitted versions,
+never counted as the latest version, in the delta chain or in the restart load.
 
 Rows are counted exactly (HDFS: snapshot plus deltas replayed; RocksDB: a zip's ``numKeys``,
 changelogs replayed from version 0, or a zip's SST files plus the changelogs after it) and only
@@ -80,6 +82,9 @@ class StatePartitionSummary:
     # after it — the restart cost of this partition. None when the chain cannot be resolved.
     load_files: int | None = None
     load_bytes: int | None = None
+    # Versions past ``rows_version``'s committed batch (files of a batch without a commit, which a
+    # restart rewrites): not in latest_version, delta_chain or the load.
+    uncommitted_versions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,8 @@ class StateStoreSummary:
     # The slowest partition's restart load: files and bytes of its snapshot + deltas.
     max_load_files: int | None = None
     max_load_bytes: int | None = None
+    # Versions some partition holds past the committed one (a batch with no commit wrote them).
+    uncommitted_versions: tuple[int, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +115,7 @@ class StateStoreSummary:
             "rows": self.rows,
             "bytes_on_disk": self.bytes_on_disk,
             "max_delta_chain": self.max_delta_chain,
+            "uncommitted_versions": list(self.uncommitted_versions),
         }
 
 
@@ -139,15 +147,23 @@ def summarize_state_stores(
     conf: StateConf,
     commits: Mapping[int, CommitMetadata] | None = None,
     max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+    committed_version: int | None = None,
 ) -> list[StatePartitionSummary]:
-    """Summarize the given store directories (a share of them, when workers split the partitions)."""
+    """Summarize the given store directories (a share of them, when workers split the partitions).
+
+    Rows are counted at ``version`` (None: not counted). The file figures are of the version the
+    newest committed batch wrote: ``committed_version``, which defaults to ``version``.
+    """
+    committed = version if committed_version is None else committed_version
     summaries = []
     for store in stores:
         provider = detect_provider(store.files)
         if provider == "rocksdb":
-            summaries.append(_rocksdb_partition(storage, store, version, conf, commits or {}, max_read_bytes))
+            summaries.append(
+                _rocksdb_partition(storage, store, version, committed, conf, commits or {}, max_read_bytes)
+            )
         else:
-            summaries.append(_hdfs_partition(storage, store, provider, version, conf, max_read_bytes))
+            summaries.append(_hdfs_partition(storage, store, provider, version, committed, conf, max_read_bytes))
     return summaries
 
 
@@ -212,6 +228,7 @@ def _store_total(operator: int, store: str, parts: Sequence[StatePartitionSummar
         max_delta_chain=None if None in chains else max(chains, default=None),  # type: ignore[type-var]
         max_load_files=max((p.load_files for p in parts if p.load_files is not None), default=None),
         max_load_bytes=max((p.load_bytes for p in parts if p.load_bytes is not None), default=None),
+        uncommitted_versions=tuple(sorted({v for p in parts for v in getattr(p, "uncommitted_versions", ())})),
     )
 
 
@@ -220,10 +237,11 @@ def _hdfs_partition(
     store: StateStoreDir,
     provider: str,
     version: int | None,
+    committed: int | None,
     conf: StateConf,
     max_read_bytes: int,
 ) -> StatePartitionSummary:
-    summary = summarize_hdfs_store(store.files)
+    summary = summarize_hdfs_store(store.files, committed_version=committed)
     rows, note = _hdfs_rows(storage, store, version, conf, max_read_bytes)
     load = _hdfs_load_chain(store, summary.latest_version)
     return StatePartitionSummary(
@@ -241,6 +259,7 @@ def _hdfs_partition(
         note=note,
         load_files=None if load is None else len(load),
         load_bytes=None if load is None else sum(f.size for f in load),
+        uncommitted_versions=summary.uncommitted_versions,
     )
 
 
@@ -273,6 +292,7 @@ def _rocksdb_partition(
     storage: CheckpointStorage,
     store: StateStoreDir,
     version: int | None,
+    committed_version: int | None,
     conf: StateConf,
     commits: Mapping[int, CommitMetadata],
     max_read_bytes: int,
@@ -287,7 +307,8 @@ def _rocksdb_partition(
     summary = summarize_rocksdb_store(
         storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids
     )
-    latest = summary.latest
+    committed = [s for s in summary.versions if committed_version is None or s.version <= committed_version]
+    latest = committed[-1] if committed else None
     at_version = next((state for state in summary.versions if state.version == version), None)
     rows, note = _rocksdb_rows(storage, store, at_version, version, conf, summary.errors, max_read_bytes)
     chain = None if latest is None else latest.chain
@@ -306,6 +327,7 @@ def _rocksdb_partition(
         note=note,
         load_files=None if chain is None else len(chain.changelogs) + (chain.snapshot is not None),
         load_bytes=None if chain is None else sum(f.size for f in (chain.snapshot, *chain.changelogs) if f is not None),
+        uncommitted_versions=tuple(state.version for state in summary.versions[len(committed) :]),
     )
 
 

@@ -174,5 +174,13 @@ def _state_line(store: dict) -> str:
     return (
         "state:".ljust(13) + f"operator {store['operator']} store {store['store']} ({store['provider']}): "
         f"{store['partitions']} partitions, version {store['latest_version']}, {rows}, "
-        f"{store['bytes_on_disk']} bytes, longest delta chain {chain}"
+        f"{store['bytes_on_disk']} bytes, longest delta chain {chain}" + _uncommitted_text(store)
     )
+
+
+def _uncommitted_text(store: dict) -> str:
+    versions = store.get("uncommitted_versions") or []
+    if not versions:
+        return ""
+    named = ", ".join(str(version) for version in versions)
+    return f"; uncommitted version{'s' if len(versions) > 1 else ''} {named} (no commit: a restart rewrites it)"

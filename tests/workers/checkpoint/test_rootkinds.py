@@ -65,10 +65,13 @@ def test_a_folder_without_checkpoint_entries_is_refused(tmp_path):
     )
 
 
-def test_an_empty_folder_is_refused_saying_spark_would_have_written_metadata(tmp_path):
+def test_an_empty_folder_is_a_query_that_has_not_started_accepted_with_a_warning(tmp_path):
     root = _classify(tmp_path)
-    assert root.kind is RootKind.NOT_A_CHECKPOINT
-    assert "the folder is empty, not a Spark checkpoint (Spark writes metadata" in str(root.refusal)
+    assert (root.kind, root.refusal) == (RootKind.NOT_STARTED, None)
+    assert root.warning == (
+        f"{tmp_path.as_uri()}: the folder is empty: a query given this checkpoint location has not started "
+        "(Spark writes metadata, offsets/ and commits/ when it starts); its batches appear once it runs"
+    )
 
 
 def test_a_sink_output_given_as_the_checkpoint_is_refused_with_what_it_is():
