@@ -113,13 +113,24 @@ def read_metadata_log(
 def sink_log_location(storage: CheckpointStorage) -> tuple[str, str]:
     """Return (directory relative to ``storage``, full URL) of a sink log.
 
-    ``storage`` may be rooted at the sink's output directory (the path a query writes to) or at
-    its ``_spark_metadata`` directory itself.
+    ``storage`` may be rooted at the sink's output directory (the path a query writes to), at its
+    ``_spark_metadata`` directory, or at a copy of that log under another name (a backup, a
+    restored copy): a log is told by its files, not its folder's name. No storage call when the
+    URL ends with ``_spark_metadata``; else one lookup, and a listing of the root when it has no
+    ``_spark_metadata`` folder.
     """
     root = storage.url.rstrip("/")
     if root.endswith(f"/{SINK_LOG_DIR}"):
         return "", root
+    child = storage.find_info(SINK_LOG_DIR)
+    if (child is None or not child.is_dir) and holds_log_files(storage.list_dir("")):
+        return "", root
     return SINK_LOG_DIR, f"{root}/{SINK_LOG_DIR}"
+
+
+def holds_log_files(listing: Iterable[FileInfo]) -> bool:
+    """Whether a directory's listing has a batch file of a compactible log (``N`` or ``N.compact``)."""
+    return any(not info.is_dir and parse_batch_id(info.name, compactible=True) is not None for info in listing)
 
 
 def file_source_log_dirs(offsets: Sequence[Any]) -> list[str]:

@@ -23,8 +23,9 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import NotACheckpointError
-from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR
+from .compactible import parse_sink_log_file
+from .errors import CheckpointError, NotACheckpointError
+from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR, parse_batch_id
 from .logdir import batch_ids_of
 from .metadatalog import SINK_LOG_DIR, sink_log_location
 from .stateinventory import STATE_DIR
@@ -132,6 +133,7 @@ class SinkOutputKind(enum.Enum):
     MISSING = "missing"
     FILE = "file"
     NO_SINK_LOG = "no sink log"
+    NOT_A_SINK_LOG = "numbered files that are no sink log"
     SINK_LOG = "sink log"
 
 
@@ -154,18 +156,23 @@ class SinkOutput:
     url: str
     log_url: str
     kind: SinkOutputKind
+    detail: str = ""
 
     @property
     def refusal(self) -> NotACheckpointError | None:
         """The error to refuse this path with, or None when it holds a file sink log."""
+        if self.kind is SinkOutputKind.NOT_A_SINK_LOG:
+            return NotACheckpointError(self.url, f"its numbered files are not a file sink log: {self.detail}")
         reason = _SINK_REFUSALS.get(self.kind)
         return None if reason is None else NotACheckpointError(self.url, reason)
 
 
 def classify_sink_output(storage: CheckpointStorage) -> SinkOutput:
-    """Tell whether the root of ``storage`` is a file sink's output or its log: one or two lookups.
+    """Tell whether the root of ``storage`` is a file sink's output or its log: a few lookups.
 
-    Raises StorageError when storage cannot be asked.
+    A folder named otherwise that holds a log's batch files (a copy, a restored backup) is a log
+    when its newest batch file reads as one (one read). Raises StorageError when storage cannot
+    be asked.
     """
     log_dir, log_url = sink_log_location(storage)
     root = storage.find_info("")
@@ -173,6 +180,23 @@ def classify_sink_output(storage: CheckpointStorage) -> SinkOutput:
         return SinkOutput(storage.url, log_url, SinkOutputKind.MISSING)
     if not root.is_dir:
         return SinkOutput(storage.url, log_url, SinkOutputKind.FILE)
+    if not log_dir and not storage.url.rstrip("/").endswith(f"/{SINK_LOG_DIR}"):
+        return _log_by_its_files(storage, log_url)
     log = root if not log_dir else storage.find_info(log_dir)
     kind = SinkOutputKind.SINK_LOG if log is not None and log.is_dir else SinkOutputKind.NO_SINK_LOG
     return SinkOutput(storage.url, log_url, kind)
+
+
+def _log_by_its_files(storage: CheckpointStorage, log_url: str) -> SinkOutput:
+    """A folder under another name than _spark_metadata whose batch files must read as a sink log."""
+    names = {info.name: batch_id for info in storage.list_dir("") if (batch_id := _batch_file_id(info)) is not None}
+    newest = max(names, key=names.__getitem__)
+    try:
+        parse_sink_log_file(storage.read_bytes(newest), source=newest)
+    except CheckpointError as error:
+        return SinkOutput(storage.url, log_url, SinkOutputKind.NOT_A_SINK_LOG, str(error))
+    return SinkOutput(storage.url, log_url, SinkOutputKind.SINK_LOG)
+
+
+def _batch_file_id(info: FileInfo) -> int | None:
+    return None if info.is_dir else parse_batch_id(info.name, compactible=True)

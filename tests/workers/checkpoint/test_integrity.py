@@ -22,7 +22,7 @@ from workers.checkpoint.fileinfo import FileInfo
 from workers.checkpoint.integrity.checks import run_checks
 from workers.checkpoint.integrity.compactiblelogs import needed_log_files
 from workers.checkpoint.integrity.facts import CheckpointFacts
-from workers.checkpoint.integrity.gather import check_checkpoint
+from workers.checkpoint.integrity.gather import check_checkpoint, gather_facts
 from workers.checkpoint.integrity.state import restart_state_version
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
@@ -120,11 +120,22 @@ def test_no_pyspark_fixture_has_an_error(checkpoint):
     assert [finding for finding in found if finding[0] == "error"] == []
 
 
-@pytest.mark.parametrize("name", ["file-sink-log-version-2.1.0", "file-source-log-version-2.1.0"])
-def test_bare_spark_2_1_logs_checked_as_a_sink_log_have_no_problem(tmp_path, name):
+def test_spark_2_1s_bare_sink_log_is_read_by_its_files_and_has_no_problem(tmp_path):
+    # FileStreamSinkLogSuite's fixture: the log's files in a folder not named _spark_metadata.
     storage = CheckpointStorage(str(tmp_path))  # an empty checkpoint: the query has not started
-    findings = check_checkpoint(storage, sink_log=CheckpointStorage(str(SPARK_TEST_RESOURCES / name)))
-    assert [(f.severity, f.code) for f in findings] == [("info", "metadata-missing")]
+    log = SPARK_TEST_RESOURCES / "file-sink-log-version-2.1.0"
+    facts = gather_facts(storage, sink_log=CheckpointStorage(str(log)))
+    assert [(f.severity, f.code) for f in run_checks(facts)] == [("info", "metadata-missing")]
+    (sink,) = [log.outcome.value for log in facts.logs]
+    assert sink.latest_batch == max(int(path.name.split(".")[0]) for path in log.iterdir())
+
+
+def test_a_file_source_log_given_as_a_sink_log_is_an_error_naming_its_file(tmp_path):
+    storage = CheckpointStorage(str(tmp_path))
+    log = SPARK_TEST_RESOURCES / "file-source-log-version-2.1.0"
+    findings = check_checkpoint(storage, sink_log=CheckpointStorage(str(log)))
+    assert [(f.severity, f.code) for f in findings] == [("error", "file-corrupt"), ("info", "metadata-missing")]
+    assert findings[0].path.startswith(log.as_uri())
 
 
 def test_a_long_history_costs_no_more_reads_than_a_short_one(tmp_path):

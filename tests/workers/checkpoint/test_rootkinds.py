@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.errors import NotACheckpointError, PathNotAllowedError
+from workers.checkpoint.metadatalog import read_metadata_log, sink_log_location
 from workers.checkpoint.rootkinds import RootKind, SinkOutputKind, classify_checkpoint_root, classify_sink_output
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
@@ -156,3 +158,25 @@ def test_a_folder_without_a_sink_log_is_refused(tmp_path):
 def test_an_empty_sink_log_of_a_query_that_ran_no_batch_is_a_sink_log(tmp_path):
     (tmp_path / "out" / "_spark_metadata").mkdir(parents=True)
     assert classify_sink_output(CheckpointStorage(str(tmp_path / "out"))).kind is SinkOutputKind.SINK_LOG
+
+
+def test_a_copy_of_a_sink_log_under_another_name_is_told_by_its_files(tmp_path):
+    backup = tmp_path / "sink-log-backup-2026-11"
+    shutil.copytree(SINK_FIXTURE / "output" / "_spark_metadata", backup)
+    sink = classify_sink_output(CheckpointStorage(str(backup)))
+    assert (sink.kind, sink.refusal, sink.log_url) == (SinkOutputKind.SINK_LOG, None, backup.as_uri())
+    spark_named = read_metadata_log(CheckpointStorage(str(SINK_FIXTURE / "output")), "_spark_metadata", kind="sink")
+    storage = CheckpointStorage(str(backup))
+    log_dir, _ = sink_log_location(storage)
+    copied = read_metadata_log(storage, log_dir, kind="sink")
+    assert (copied.latest_batch, copied.live_entries) == (spark_named.latest_batch, spark_named.live_entries)
+
+
+def test_numbered_files_that_are_no_sink_log_are_refused_with_what_was_read(tmp_path):
+    # A checkpoint's offsets/ has numbered "v1" files too: its lines are no SinkFileStatus.
+    offsets = tmp_path / "offsets-copy"
+    shutil.copytree(SINK_FIXTURE / "checkpoint" / "offsets", offsets)
+    sink = classify_sink_output(CheckpointStorage(str(offsets)))
+    assert sink.kind is SinkOutputKind.NOT_A_SINK_LOG
+    newest = max(int(path.name) for path in offsets.iterdir() if path.name.isdigit())
+    assert str(sink.refusal).startswith(f"{offsets.as_uri()}: its numbered files are not a file sink log: {newest}: ")
