@@ -55,6 +55,8 @@ class Inspection:
     # (workers.state_fanout); `state` then holds the file figures only.
     fanned_out_rows_version: int | None = None
     rows_fanned_out: bool = False
+    # The newest offsets/N the walk saw: the batch the pass's figures are as of (None: no batch yet).
+    batch_id: int | None = None
 
 
 def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
@@ -115,7 +117,10 @@ def read_inspection(
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
-    return Inspection(logs, inventory, run_checks(facts), state, unreadable, version if fan_out else None, fan_out)
+    batch_id = facts.offset_ids[-1] if facts.offset_ids else None
+    return Inspection(
+        logs, inventory, run_checks(facts), state, unreadable, version if fan_out else None, fan_out, batch_id
+    )
 
 
 def _latest_conf(facts: CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:
@@ -129,17 +134,20 @@ def _latest_conf(facts: CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str,
 
 def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
     """Upsert logs, compact files and findings, add an inventory pass (call in a transaction)."""
-    seen = [_store_log(checkpoint, summary, now).pk for summary in inspection.metadata_logs]
+    batch_id = inspection.batch_id
+    seen = [_store_log(checkpoint, summary, now, batch_id).pk for summary in inspection.metadata_logs]
     checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=inspection.unreadable_logs).delete()
-    DirectoryInventory.objects.bulk_create(_inventory_row(checkpoint, row, now) for row in inspection.inventory)
+    DirectoryInventory.objects.bulk_create(
+        _inventory_row(checkpoint, row, now, batch_id) for row in inspection.inventory
+    )
     kept = store_state_partitions(checkpoint, inspection.state, now, with_rows=not inspection.rows_fanned_out)
     delete_state_partitions_except(checkpoint, kept)
     refresh_state_totals(checkpoint)
     if inspection.rows_fanned_out:
         start_state_scan(checkpoint, inspection.state, inspection.fanned_out_rows_version, now)
     _store_findings(checkpoint, inspection.findings, now)
-    checkpoint.last_inspected_at = now
-    checkpoint.save(update_fields=["last_inspected_at"])
+    checkpoint.last_inspected_at, checkpoint.last_inspected_batch_id = now, batch_id
+    checkpoint.save(update_fields=["last_inspected_at", "last_inspected_batch_id"])
 
 
 def _sink_path(facts: CheckpointFacts) -> str:
@@ -147,7 +155,7 @@ def _sink_path(facts: CheckpointFacts) -> str:
     return sinks[0] if sinks else "_spark_metadata"
 
 
-def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetime) -> MetadataLog:
+def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetime, batch_id: int | None) -> MetadataLog:
     log, _ = MetadataLog.objects.update_or_create(
         checkpoint=checkpoint,
         path=summary.path,
@@ -158,6 +166,7 @@ def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetim
             "live_entries": summary.live_entries,
             "latest_compact_bytes": summary.latest_compact_bytes,
             "updated_at": now,
+            "read_at_batch_id": batch_id,
         },
     )
     CompactFile.objects.bulk_create(
@@ -170,10 +179,13 @@ def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetim
     return log
 
 
-def _inventory_row(checkpoint: Checkpoint, row: InventoryRow, now: datetime) -> DirectoryInventory:
+def _inventory_row(
+    checkpoint: Checkpoint, row: InventoryRow, now: datetime, batch_id: int | None
+) -> DirectoryInventory:
     return DirectoryInventory(
         checkpoint=checkpoint,
         taken_at=now,
+        taken_at_batch_id=batch_id,
         path=row.path,
         kind=row.kind,
         files=row.files,

@@ -345,6 +345,12 @@ class Checkpoint(models.Model):
         editable=False,
         help_text="Last full pass: file inventory, integrity checks, metadata logs.",
     )
+    last_inspected_batch_id = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Newest batch (offsets/N) the last full pass saw: what its figures are as of.",
+    )
     last_reconciled_at = models.DateTimeField(
         null=True,
         blank=True,

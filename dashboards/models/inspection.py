@@ -31,6 +31,9 @@ class MetadataLog(models.Model):
     live_entries = models.PositiveBigIntegerField(default=0)
     latest_compact_bytes = models.PositiveBigIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
+    read_at_batch_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Newest batch of the query (offsets/N) when the full pass read the log."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["checkpoint", "path"], name="one_row_per_metadata_log")]
@@ -81,6 +84,9 @@ class DirectoryInventory(models.Model):
 
     checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="inventory")
     taken_at = models.DateTimeField()
+    taken_at_batch_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Newest batch of the query (offsets/N) when the pass was taken."
+    )
     path = models.CharField(max_length=1000)
     kind = models.CharField(max_length=20)
     files = models.PositiveIntegerField()

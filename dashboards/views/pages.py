@@ -26,6 +26,7 @@ from dashboards.models import (
     StateSample,
     StateScan,
 )
+from dashboards.query_page.as_of import AsOf, Read, find_read, full_pass_as_of, state_read, sync_as_of
 from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
 from dashboards.query_page.chart_series import BatchRange, timeline_series, timeline_version
 from dashboards.query_page.charts import (
@@ -40,7 +41,6 @@ from dashboards.query_page.compaction import CompactionOutlook, median_trigger_s
 from dashboards.query_page.fragments import cached_text, synced_version
 from dashboards.query_page.run_summary import compare_with_run, runs_section
 from dashboards.query_page.runtime_section import runtime_section
-from dashboards.query_page.state_as_of import StateAsOf
 from dashboards.queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from dashboards.task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
 
@@ -96,7 +96,8 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),
-        "inventory": DirectoryInventory.objects.latest_for(checkpoint),
+        **_inventory_context(checkpoint),
+        **_pass_as_of_context(checkpoint),
     }
     return render(request, "dashboards/checkpoint_detail.html", context)
 
@@ -163,7 +164,12 @@ def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
 def state_partition_detail(request: HttpRequest, checkpoint_id: int, partition_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     partition = get_object_or_404(StatePartition, checkpoint=checkpoint, pk=partition_id)
-    context = {"checkpoint": checkpoint, "partition": partition, "sample": partition.samples.first()}
+    context = {
+        "checkpoint": checkpoint,
+        "partition": partition,
+        "partition_as_of": _as_of_sync(checkpoint, Read(partition.updated_at, partition.rows_batch_id), 1),
+        "sample": partition.samples.first(),
+    }
     template = (
         "dashboards/partials/state_sample.html"
         if request.headers.get("HX-Request")
@@ -247,11 +253,39 @@ def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
     )
 
 
+def _pass_as_of_context(checkpoint: Checkpoint) -> dict:
+    """The "as of" of the timeline (the last sync) and of the integrity checks (the last full pass)."""
+    synced = find_read(checkpoint.last_synced_at, checkpoint.latest_batch_id)
+    inspected = find_read(checkpoint.last_inspected_at, checkpoint.last_inspected_batch_id)
+    return {
+        "timeline_as_of": _as_of_sync(checkpoint, synced),
+        "findings_as_of": _as_of_full_pass(checkpoint, inspected),
+    }
+
+
+def _as_of_sync(checkpoint: Checkpoint, read: Read | None, batches_in_flight: int = 0) -> AsOf:
+    return sync_as_of(checkpoint, read, now=timezone.now(), batches_in_flight=batches_in_flight)
+
+
+def _as_of_full_pass(checkpoint: Checkpoint, read: Read | None) -> AsOf:
+    return full_pass_as_of(checkpoint, read, now=timezone.now(), interval_seconds=settings.INSPECT_INTERVAL_SECONDS)
+
+
+def _inventory_context(checkpoint: Checkpoint) -> dict:
+    inventory = DirectoryInventory.objects.latest_for(checkpoint)
+    taken = inventory.values_list("taken_at", "taken_at_batch_id").first() or (None, None)
+    return {"inventory": inventory, "inventory_as_of": _as_of_full_pass(checkpoint, find_read(*taken))}
+
+
 def _metadata_log_context(checkpoint: Checkpoint) -> dict:
     logs = list(checkpoint.metadata_logs.all())
     trigger = _trigger_seconds(checkpoint) if logs else None
+    # A log the last pass could not read keeps older figures: the panel is as old as its oldest row.
+    oldest = min(logs, key=lambda log: log.updated_at, default=None)
+    read = None if oldest is None else Read(oldest.updated_at, oldest.read_at_batch_id)
     return {
         "metadata_logs": [(log, _outlook(log, _compact_sizes(log), trigger)) for log in logs],
+        "metadata_logs_as_of": _as_of_full_pass(checkpoint, read),
         "compaction_speed": settings.COMPACTION_BYTES_PER_SECOND,
     }
 
@@ -279,11 +313,13 @@ def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | No
 def _state_context(checkpoint: Checkpoint) -> dict:
     partitions = checkpoint.state_partitions.for_panel()
     stores = partitions.store_totals()
+    read, version = state_read(stores, partitions.aggregate(read_at=Max("updated_at"))["read_at"])
     return {
         "state_partitions": partitions,
         "state_stores": stores,
         "state_scan": StateScan.objects.latest_for(checkpoint),
-        "state_as_of": StateAsOf.of(checkpoint, stores, partitions.aggregate(read_at=Max("updated_at"))["read_at"]),
+        "state_as_of": _as_of_sync(checkpoint, read, batches_in_flight=1),
+        "state_version": version,
         "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
         "state_follow_min_seconds": settings.STATE_FOLLOW_MIN_SECONDS,
     }

@@ -244,9 +244,43 @@ def test_pages_flag_figures_whose_last_sync_is_older_than_three_intervals(viewer
     assert ('data-status="failing-to-sync"' in listing and "no sync for" in listing) is stale
 
 
+def _words(page: str, element_id: str) -> str:
+    """The words of the paragraph with ``element_id``, without tags."""
+    start = page.index(f'id="{element_id}"')
+    text = re.sub(r"<[^>]+>", "", page[page.index(">", start) + 1 : page.index("</p>", start)])
+    return " ".join(text.split())
+
+
 def _state_as_of_line(page: str) -> str:
-    start = page.index('id="state-as-of"')
-    return " ".join(page[page.index(">", start) + 1 : page.index("</p>", start)].split())
+    """The words of the state panel's "as of" line and, when it is behind, its note."""
+    note = _words(page, "state-behind-note") if 'id="state-behind-note"' in page else ""
+    return f"{_words(page, 'state-as-of')} {note}".strip()
+
+
+def test_a_timeline_whose_next_sync_is_late_says_so_loudly(viewer_client, synced_dedup):
+    # Synced 10 minutes ago every 30 s: the next sync was due 9 min 30 s ago, and no worker ran it.
+    Checkpoint.objects.filter(pk=synced_dedup.pk).update(last_synced_at=timezone.now() - timedelta(minutes=10))
+
+    page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
+
+    line = _words(page, "timeline-as-of")
+    assert re.fullmatch(
+        r"As of batch 15, read 10 min( \d+ s)? ago\. The next sync is late: it was due 9 min 3\d s ago\.", line
+    )
+    assert '<p class="as-of-line behind" id="timeline-as-of"' in page
+
+
+def test_panels_of_a_checkpoint_ckptweb_no_longer_syncs_say_no_read_is_coming(viewer_client, synced_dedup):
+    Checkpoint.objects.filter(pk=synced_dedup.pk).update(is_enabled=False, latest_batch_id=20)
+
+    page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
+
+    for element_id in ("findings-as-of", "metadata-logs-as-of", "inventory-as-of"):
+        assert re.fullmatch(
+            r"As of batch 15, read \d+ s ago — 5 batches behind the latest \(20\)\. "
+            r"No full check will read it: ckptweb does not sync this checkpoint\.",
+            _words(page, element_id),
+        ), element_id
 
 
 def test_the_state_panel_says_when_its_rows_were_read_not_when_the_full_pass_ran(viewer_client, synced_dedup):
@@ -268,7 +302,8 @@ def test_state_figures_behind_the_query_say_how_far_and_what_moves_them(viewer_c
 
     line = _state_as_of_line(viewer_client.get(synced_dedup.get_absolute_url()).content.decode())
 
-    assert f"The query is at batch {version + 10}: these figures are 11 batches behind." in line
+    assert f"As of batch {version - 1} (state version {version}), read " in line
+    assert f"— 11 batches behind the latest ({version + 10}). The next sync is due " in line
     assert "CKPTWEB_STATE_FOLLOW_MIN_SECONDS" in line and "CKPTWEB_INSPECT_INTERVAL_SECONDS" in line
 
 

@@ -79,7 +79,7 @@ def test_on_call_decodes_sample_rows_of_a_rocksdb_partition(
     _open_first_partition(page, live_server, copy_checkpoint, django_user_model, fixture, "rocksdb dedup")
     # Version 12 is a zip plus two changelogs: the rows come from the zip's SST files.
     assert "20 at version 12" in page.inner_text("dl.figures")
-    assert page.inner_text("#partition-as-of").startswith("As of batch 11 (state version 12), updated ")
+    assert page.inner_text("#partition-as-of").startswith("As of batch 11 (state version 12), read ")
     page.click("text=Decode sample rows")
     page.wait_for_selector("#sample-rows")
 

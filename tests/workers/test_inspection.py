@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dashboards.models import Checkpoint, Finding, MetadataLog
+from dashboards.models import Checkpoint, DirectoryInventory, Finding, MetadataLog
 from factories import make_checkpoint, write_sink_log
 from fixture_paths import OUR_FIXTURES
 from workers.sync import sync_checkpoint
@@ -84,6 +84,20 @@ def test_compact_files_spark_deleted_stay_in_the_history(dedup, settings):
 
     compact_8 = (log / "8.compact").stat().st_size
     assert _logs(checkpoint) == [("source", 3, 8, 8, compact_8, [2, 5, 8])]
+
+
+def test_the_full_pass_records_the_newest_batch_its_walk_saw(dedup):
+    # The query one batch short: batch 15's offsets and commit not written yet.
+    for name in ("offsets/15", "offsets/.15.crc", "commits/15", "commits/.15.crc"):
+        (dedup / "checkpoint" / name).unlink()
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"), sink_log_url=str(dedup / "output"))
+
+    sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    assert checkpoint.last_inspected_batch_id == 14
+    assert set(checkpoint.metadata_logs.values_list("read_at_batch_id", flat=True)) == {14}
+    assert set(DirectoryInventory.objects.latest_for(checkpoint).values_list("taken_at_batch_id", flat=True)) == {14}
 
 
 def test_the_full_pass_waits_for_the_inspect_interval(dedup):
