@@ -16,9 +16,13 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include("dashboards.api.read.urls")),
     # The schema answers a token or a session (401 otherwise, like the API); the docs page is for
-    # people, so it sends them to the login form.
+    # people, so it sends them to the login form, and has the app's header to go back.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    path(
+        "api/docs/",
+        login_required(SpectacularSwaggerView.as_view(url_name="api-schema", template_name="dashboards/api_docs.html")),
+        name="api-docs",
+    ),
     path("", include("dashboards.urls")),
 ]
 # Under /api/, a URL that matches no route (e.g. a checkpoint id that is not a number) answers JSON.

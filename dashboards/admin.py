@@ -14,7 +14,7 @@ from dashboards.models import (
     SyncRun,
 )
 from dashboards.registry.forms import CheckpointForm
-from dashboards.registry.registrations import remove_checkpoint, save_registration
+from dashboards.registry.registrations import audit_refusal, remove_checkpoint, save_registration
 
 
 @admin.register(Checkpoint)
@@ -47,6 +47,13 @@ class CheckpointAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         save_registration(form, actor=request.user)
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        # The admin has no hook for an invalid form; this is the page it renders to show the errors.
+        form = context["adminform"].form
+        if request.method == "POST" and form.errors:
+            audit_refusal(form, actor=request.user)
+        return super().render_change_form(request, context, *args, **kwargs)
 
     def delete_model(self, request, obj) -> None:
         remove_checkpoint(obj, actor=request.user, reason="removed in the admin")

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from dashboards.views import maintenance, registry, runtime
+from dashboards.views import favicon, maintenance, registry, runtime
 from dashboards.views import pages as views
 
 app_name = "dashboards"
 
 urlpatterns = [
     path("", views.checkpoint_list, name="checkpoint-list"),
+    path("favicon.ico", favicon.favicon, name="favicon"),
     path("panels/checkpoints/", views.checkpoint_list_panel, name="checkpoint-list-panel"),
     path("checkpoints/new/", registry.checkpoint_create, name="checkpoint-create"),
     path("checkpoints/archived/", registry.archived_checkpoint_list, name="archived-checkpoint-list"),

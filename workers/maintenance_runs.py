@@ -23,6 +23,7 @@ from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
 from workers import maintenance_actions
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.maintenance.plan import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.wording import plural
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
     )
     for earlier, later in zip(syncs, syncs[1:], strict=False):
         if later["new_batches"] or later["new_commits"]:
-            found = f"{later['new_batches']} new batch(es) and {later['new_commits']} new commit(s)"
+            batches = plural(later["new_batches"], "new batch", "new batches")
+            found = f"{batches} and {plural(later['new_commits'], 'new commit')}"
             ago = int((now - later["started_at"]).total_seconds())
             since_earlier = int((later["started_at"] - earlier["started_at"]).total_seconds())
             return Precondition(

@@ -19,6 +19,7 @@ from dashboards.models import StateSample
 from workers.checkpoint.errors import CheckpointError, MissingFileError
 from workers.checkpoint.rocksdbloadchain import state_unique_ids_by_version
 from workers.checkpoint.sparktypes import simple_string
+from workers.checkpoint.statecolumns import column_names
 from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, StateFileInfo, StateStoreDir
 from workers.checkpoint.statesample import sample_state_rows, versions_on_storage
 from workers.checkpoint.stateschema import find_store_schema
@@ -57,6 +58,7 @@ def _decode_into(sample: StateSample) -> None:
     if schema is None:
         raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
     sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
+    sample.columns = {"key": column_names(schema.key_schema), "value": column_names(schema.value_schema)}
     conf = state_conf(checkpoint.batches.latest_conf())
     store_dir = StateStoreDir(
         partition.operator,

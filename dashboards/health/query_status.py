@@ -311,8 +311,18 @@ def _idle(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Conditio
 def _running(facts: StatusFacts) -> Condition:
     every = facts.trigger_interval_seconds or facts.typical_gap_seconds
     cadence = f", a batch every {format_span(every)}" if every else ""
-    planned = f" planned at {facts.latest_batch_at:%H:%M:%S} UTC" if facts.latest_batch_at else ""
-    return Condition(State.RUNNING, f"batch {facts.latest_batch_id}{planned}{cadence}", facts.latest_batch_at)
+    return Condition(State.RUNNING, f"{_latest_batch_in_words(facts)}{cadence}", facts.latest_batch_at)
+
+
+def _latest_batch_in_words(facts: StatusFacts) -> str:
+    """The newest batch and where it is: "batch 178 committed, started 11:59:56 UTC" or "batch 179 running
+    since 12:00:06 UTC" (the time is the batch's offset-log timestamp, when Spark planned it)."""
+    batch = f"batch {facts.latest_batch_id}"
+    is_committed = facts.latest_committed_batch_id == facts.latest_batch_id
+    if facts.latest_batch_at is None:
+        return f"{batch} committed" if is_committed else f"{batch} running"
+    started = f"{facts.latest_batch_at:%H:%M:%S} UTC"
+    return f"{batch} committed, started {started}" if is_committed else f"{batch} running since {started}"
 
 
 _CHECKS_OF_STORED_FIGURES = (_not_a_checkpoint, _damaged, _sync_disabled, _not_started)

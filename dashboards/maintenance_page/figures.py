@@ -162,9 +162,10 @@ def _preview_snapshot(min_chain: int, figures: MaintenanceFigures) -> Preview:
     if not due:
         return Preview(explain_no_snapshot(*chains[-1], min_chain=min_chain), False)
     lengths = f"{min(due)}" if min(due) == max(due) else f"{min(due)} to {max(due)}"
+    chains_are = "delta chain of {} deltas is" if len(due) == 1 else "delta chains of {} deltas are"
     return Preview(
         f"write a snapshot in {len(due)} of {len(hdfs)} stores, "
-        f"whose delta chains of {lengths} deltas are over {min_chain}",
+        f"whose {chains_are.format(lengths)} longer than the {min_chain} allowed",
         True,
     )
 

@@ -5,7 +5,9 @@ Only workers.inspection writes these rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -13,6 +15,7 @@ from django.utils import timezone
 from dashboards.models.core import Checkpoint
 from dashboards.models.severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
 from workers.checkpoint.compactible import next_compaction_batch_id
+from workers.checkpoint.statecolumns import column_values, has_positional_names
 from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
 
 
@@ -256,6 +259,21 @@ class StateScanChunk(models.Model):
         constraints = [models.UniqueConstraint(fields=["scan", "index"], name="one_row_per_state_scan_chunk")]
 
 
+@dataclass(frozen=True, slots=True)
+class SampleTable:
+    """Decoded state rows as the partition page shows them: key cells, then value cells."""
+
+    key_columns: list[str]
+    value_columns: list[str]
+    rows: list[tuple[list[Any], list[Any]]]
+    has_positional_key_names: bool
+
+
+def _names_in(rows: list[dict], part: str) -> list[str]:
+    """Column names of a sample decoded before columns were stored: its first row's fields."""
+    return list(rows[0][part]) if rows and isinstance(rows[0][part], dict) else []
+
+
 class StateSample(models.Model):
     """Decoded rows of one partition at one version, fetched on request by a worker."""
 
@@ -266,9 +284,20 @@ class StateSample(models.Model):
     key_schema = models.TextField(blank=True)
     value_schema = models.TextField(blank=True)
     rows = models.JSONField(default=list, blank=True, help_text="[{key: {...}, value: {...}}] as decoded.")
+    columns = models.JSONField(
+        default=dict, blank=True, help_text='{"key": [...], "value": [...]}: the schemas\' fields, nested ones dotted.'
+    )
     files = models.JSONField(default=list, blank=True, help_text="[[name, bytes], ...] of the partition's directory.")
     error = models.TextField(blank=True)
     note = models.TextField(blank=True, help_text="Why the rows are of another version than requested.")
 
     class Meta:
         ordering = ["-requested_at"]
+
+    def table(self) -> SampleTable:
+        """The rows as a table: one column per field of the key and value schemas."""
+        rows = self.rows or []
+        key_columns = self.columns.get("key") or _names_in(rows, "key")
+        value_columns = self.columns.get("value") or _names_in(rows, "value")
+        cells = [(column_values(row["key"], key_columns), column_values(row["value"], value_columns)) for row in rows]
+        return SampleTable(key_columns, value_columns, cells, has_positional_names(key_columns))

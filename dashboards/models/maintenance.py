@@ -321,6 +321,8 @@ class AuditEntry(models.Model):
         ARCHIVED = "archived", "checkpoint archived"
         RESTORED = "restored", "checkpoint restored"
         REMOVED = "removed", "checkpoint removed"
+        REGISTRATION_REFUSED = "registration-refused", "registration refused"
+        EDIT_REFUSED = "edit-refused", "checkpoint edit refused"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(
@@ -357,10 +359,14 @@ class AuditEntry(models.Model):
         actor_name: str = "",
         run: MaintenanceRun | None = None,
         checkpoint: Checkpoint | None = None,
+        checkpoint_name: str = "",
         detail: str = "",
         data: dict | None = None,
     ) -> AuditEntry:
-        """Write one entry; the checkpoint defaults to the run's, the name to the actor's."""
+        """Write one entry; the checkpoint defaults to the run's, the name to the actor's.
+
+        ``checkpoint_name`` overrides the checkpoint's: a refused registration has no row, and a
+        refused edit's instance holds the refused values."""
         checkpoint = checkpoint if checkpoint is not None else (run.checkpoint if run is not None else None)
         name = actor_name or (actor.get_username() if actor is not None else "system")
         return cls.objects.create(
@@ -369,7 +375,7 @@ class AuditEntry(models.Model):
             actor_name=name,
             run=run,
             checkpoint=checkpoint,
-            checkpoint_name=checkpoint.name if checkpoint is not None else "",
+            checkpoint_name=(checkpoint_name or (checkpoint.name if checkpoint is not None else ""))[:200],
             detail=detail,
             data=data or {},
         )

@@ -203,5 +203,8 @@ class EventLogDirectory(models.Model):
     last_tailed_at = models.DateTimeField(null=True, blank=True, editable=False)
     progress_events_read = models.PositiveBigIntegerField(default=0, editable=False)
 
+    class Meta:
+        verbose_name_plural = "event log directories"
+
     def __str__(self) -> str:
         return self.name

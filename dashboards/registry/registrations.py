@@ -59,6 +59,30 @@ def save_registration(form: CheckpointForm, *, actor=None, actor_name: str = "")
     return checkpoint
 
 
+def audit_refusal(form: CheckpointForm, *, actor=None, actor_name: str = "") -> None:
+    """Record a refused registration or edit with its reasons, as accepted ones are recorded.
+
+    Call it with a bound form that failed validation; the entry keeps what was asked for, since a
+    refused registration has no checkpoint row to point to.
+    """
+    editing = form.instance.pk is not None
+    asked = {field: str(form.data.get(field, "")) for field in ("name", "url", "sink_log_url")}
+    AuditEntry.record(
+        AuditEntry.Event.EDIT_REFUSED if editing else AuditEntry.Event.REGISTRATION_REFUSED,
+        actor=actor,
+        actor_name=actor_name,
+        checkpoint=form.instance if editing else None,
+        checkpoint_name=form.initial["name"] if editing else asked["name"],
+        detail=refusal_reasons(form),
+        data={**asked, "reasons": {field: list(errors) for field, errors in form.errors.items()}},
+    )
+
+
+def refusal_reasons(form: CheckpointForm) -> str:
+    """The form's errors in one line, each after the field it is about: "url: ... no such file"."""
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+
+
 def archive_checkpoint(checkpoint: Checkpoint, *, actor, reason: str, now: datetime) -> None:
     """Archive: no more syncs, scheduled maintenance or listing; every row is kept.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -12,16 +13,33 @@ from django.utils.safestring import mark_safe
 
 from dashboards.query_page.offset_text import describe_offset
 from dashboards.query_page.timespans import format_span
+from workers.checkpoint.wording import format_size
 
 register = template.Library()
 
 
 @register.filter
 def duration(value: timedelta | float | int | None) -> str:
-    """A span in its two largest units: "45 s", "12 min 5 s", "3 h 20 min", "4 d 2 h"."""
+    """A span (a timedelta, or seconds) as people write it: "62 ms", "4.5 s", "12 min 5 s", "3 h 20 min"."""
     if value is None:
         return "—"
-    return format_span(int(value.total_seconds() if isinstance(value, timedelta) else value))
+    return format_span(value.total_seconds() if isinstance(value, timedelta) else value)
+
+
+@register.filter
+def size(size_bytes: int | float | None) -> str:
+    """A byte count as people write it: "512 B", "4.3 KB", "1.5 GB" ("—" for None)."""
+    return "—" if size_bytes is None else format_size(size_bytes)
+
+
+@register.filter
+def state_cell(value) -> str:
+    """A decoded state value as text: null, numbers and strings as they are, arrays and maps as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @register.filter
@@ -29,7 +47,7 @@ def ago(moment) -> str:
     """How long ago ``moment`` was, to the second under a minute ("12 s ago", "3 h 20 min ago")."""
     if moment is None:
         return "never"
-    return f"{duration(max(timezone.now() - moment, timedelta(0)))} ago"
+    return f"{format_span(int(max(timezone.now() - moment, timedelta(0)).total_seconds()))} ago"
 
 
 @register.filter

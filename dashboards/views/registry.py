@@ -19,6 +19,7 @@ from dashboards.registry.forms import ArchiveForm, CheckpointForm, RemoveForm
 from dashboards.registry.registrations import (
     RegistryRefused,
     archive_checkpoint,
+    audit_refusal,
     remove_checkpoint,
     restore_checkpoint,
     save_registration,
@@ -31,7 +32,7 @@ from dashboards.views.pages import CHECKPOINTS_PER_PAGE, get_checkpoint_for_user
 @permission_required("dashboards.add_checkpoint", raise_exception=True)
 def checkpoint_create(request: HttpRequest) -> HttpResponse:
     form = CheckpointForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if _is_accepted(request, form):
         checkpoint = save_registration(form, actor=request.user)
         enqueue_on_commit(request, SYNC_CHECKPOINT, checkpoint.pk, what="The checkpoint", afterwards=PERIODIC_SYNC)
         messages.success(request, f"Registered {checkpoint.name}; the first sync is queued.")
@@ -45,7 +46,7 @@ def checkpoint_create(request: HttpRequest) -> HttpResponse:
 def checkpoint_edit(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     form = CheckpointForm(request.POST or None, instance=checkpoint)
-    if request.method == "POST" and form.is_valid():
+    if _is_accepted(request, form):
         save_registration(form, actor=request.user)
         messages.success(request, f"Saved {checkpoint.name}.")
         _tell_warnings(request, form)
@@ -106,6 +107,16 @@ def checkpoint_remove(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 def archived_checkpoint_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(Checkpoint.objects.archived(), CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "dashboards/archived_checkpoint_list.html", {"page_obj": page})
+
+
+def _is_accepted(request: HttpRequest, form: CheckpointForm) -> bool:
+    """Tell whether a registration or edit was posted and is valid; audit it when it is refused."""
+    if request.method != "POST":
+        return False
+    if not form.is_valid():
+        audit_refusal(form, actor=request.user)
+        return False
+    return True
 
 
 def _tell_warnings(request: HttpRequest, form: CheckpointForm) -> None:

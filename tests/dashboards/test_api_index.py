@@ -84,13 +84,33 @@ def test_the_docs_page_sends_anonymous_people_to_the_login_form(client):
     assert (answer.status_code, answer["Location"]) == (302, "/login/?next=/api/docs/")
 
 
+def test_the_docs_page_has_the_apps_header_to_go_back_to_the_checkpoints(viewer_client):
+    page = viewer_client.get("/api/docs/").content.decode()
+    header = page[page.index('<header class="topbar">') : page.index("</header>")]
+
+    assert '<a href="/">Checkpoints</a>' in header
+    assert "victor" in header and "Log out" in header
+    assert header and page.index("</header>") < page.index('<div id="swagger-ui">')
+
+
 def test_the_docs_page_loads_swagger_ui_from_our_own_static_files_only(viewer_client):
     page = viewer_client.get("/api/docs/").content.decode()
-    assets = PAGE_ASSETS.findall(page)
+    # The app's header links pages, not assets.
+    assets = PAGE_ASSETS.findall(re.sub(r'<header class="topbar">.*</header>', "", page, flags=re.DOTALL))
 
     assert sorted(assets) == sorted(
-        SIDECAR_STATIC + name
-        for name in ("favicon-32x32.png", "swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js")
+        [
+            *(
+                SIDECAR_STATIC + name
+                for name in (
+                    "favicon-32x32.png",
+                    "swagger-ui.css",
+                    "swagger-ui-bundle.js",
+                    "swagger-ui-standalone-preset.js",
+                )
+            ),
+            "/static/dashboards/css/dashboards.css",
+        ]
     )
     for asset in assets:
         assert finders.find(asset.removeprefix("/static/")), asset

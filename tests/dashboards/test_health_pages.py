@@ -159,6 +159,72 @@ def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(
     assert 'id="sample-rows"' in page and 'id="partition-files"' in page
 
 
+def _schema_field_names(schema_file: Path) -> list[list[str]]:
+    """The top-level field names of each schema (key, then value) Spark wrote into a state store's
+    _metadata/schema: JSON documents after a binary header, read with json alone."""
+    data, decoder, schemas = schema_file.read_bytes().decode("utf-8", "replace"), json.JSONDecoder(), []
+    start = data.find('{"type":"struct"')
+    while start != -1:
+        schema, end = decoder.raw_decode(data, start)
+        schemas.append([field["name"] for field in schema["fields"]])
+        start = data.find('{"type":"struct"', end)
+    return schemas
+
+
+def _decode_sample(client, checkpoint, partition, capture):
+    with capture(execute=True):
+        client.post(reverse("dashboards:state-partition-sample", args=[checkpoint.pk, partition.pk]))
+    page = client.get(reverse("dashboards:state-partition", args=[checkpoint.pk, partition.pk])).content.decode()
+    return partition.samples.get(), page
+
+
+def _header_names(page: str) -> list[str]:
+    table = page[page.index('id="sample-rows"') : page.index("</thead>", page.index('id="sample-rows"'))]
+    return re.findall(r'<th class="mono">([^<]*)</th>', table)
+
+
+def test_sample_rows_are_a_table_with_a_column_per_field_of_the_schema_spark_wrote(
+    viewer_client, synced_agg, eager_celery, django_capture_on_commit_callbacks
+):
+    from dashboards.models import StatePartition
+
+    partition = StatePartition.objects.get(checkpoint=synced_agg, partition=0)
+    sample, page = _decode_sample(viewer_client, synced_agg, partition, django_capture_on_commit_callbacks)
+
+    schema_file = OUR_FIXTURES / "windowed_agg_file_sink/checkpoint/state/0/0/_metadata/schema"
+    assert _schema_field_names(schema_file) == [["window", "key"], ["count"]]
+    # The window struct's start and end (timestamps) become a column each, in the schema's order.
+    assert _header_names(page) == ["window.start", "window.end", "key", "count"]
+    assert "{&#x27;" not in page and "{'" not in page  # no Python dict shown
+    first = sample.rows[0]
+    cells = re.findall(r'<td class="mono">([^<]*)</td>', page[page.index("<tbody>", page.index('id="sample-rows"')) :])
+    assert cells[:4] == [
+        first["key"]["window"]["start"],
+        first["key"]["window"]["end"],
+        first["key"]["key"],
+        str(first["value"]["count"]),
+    ]
+
+
+def test_a_join_sample_names_its_columns_as_spark_wrote_them_and_says_what_field0_is(
+    viewer_client, copy_checkpoint, eager_celery, django_capture_on_commit_callbacks
+):
+    from dashboards.models import StatePartition
+
+    fixture = OUR_FIXTURES / "stream_stream_join"
+    checkpoint = make_checkpoint(name="join", url=str(copy_checkpoint(fixture) / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    partition = StatePartition.objects.get(checkpoint=checkpoint, partition=0, store="left-keyWithIndexToValue")
+    sample, page = _decode_sample(viewer_client, checkpoint, partition, django_capture_on_commit_callbacks)
+
+    schema_file = fixture / "checkpoint/state/0/0/left-keyWithIndexToValue/_metadata/schema"
+    key_names, value_names = _schema_field_names(schema_file)
+    assert (key_names, value_names) == (["field0", "index"], ["left_id", "left_key", "left_time", "matched"])
+    assert sample.error == "" and sample.rows
+    assert _header_names(page) == key_names + value_names
+    assert 'id="sample-key-names"' in page and "<code>field0</code> is the first key column" in page
+
+
 def test_a_rocksdb_format_2_partition_counts_and_decodes_the_rows_spark_reported(
     viewer_client, copy_checkpoint, eager_celery, django_capture_on_commit_callbacks
 ):

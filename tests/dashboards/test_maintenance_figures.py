@@ -78,7 +78,7 @@ def test_a_purge_preview_names_the_batches_that_go_and_those_that_stay():
 
     assert preview.text == (
         "purge offsets and commits of batches 0–77 (78 batches), keep batches 78–177 (100 batches) "
-        "(keep the last 100 committed batch(es), up to 177)"
+        "(keep the last 100 committed batches, up to 177)"
     )
     assert preview.does_something
 
@@ -89,8 +89,8 @@ def test_a_purge_preview_with_more_batches_kept_than_stored_says_which_value_wou
     )
 
     assert preview.text == (
-        "nothing to purge: keep_batches 100 keeps batches 8–11 (4 batches), "
-        "all that is stored; keep_batches 3 or fewer would purge from batch 8"
+        "nothing to purge: keeping the last 100 batches keeps batches 8–11 (4 batches), "
+        "all that is stored; keeping 3 or fewer would purge from batch 8"
     )
     assert not preview.does_something
 
@@ -108,11 +108,11 @@ def test_a_snapshot_preview_counts_the_stores_over_the_chain_limit():
     )
 
     assert preview_request("snapshot", {"min_chain": 10}, figures(stores=stores)).text == (
-        "write a snapshot in 1 of 3 stores, whose delta chains of 12 deltas are over 10"
+        "write a snapshot in 1 of 3 stores, whose delta chain of 12 deltas is longer than the 10 allowed"
     )
     assert preview_request("snapshot", {"min_chain": 20}, figures(stores=stores)).text == (
-        "nothing to do: the longest delta chain is 12 delta(s) (state/0/1 at version 40), not more than min_chain 20; "
-        "min_chain 11 or lower would snapshot it"
+        "nothing to do: the longest delta chain is 12 deltas (state/0/1 at version 40), not more than the 20 allowed; "
+        "allowing 11 or fewer would snapshot it"
     )
 
 
@@ -136,8 +136,8 @@ def test_a_cleanup_preview_keeps_the_offset_logs_batches_unless_told_not_to():
         "(a delta chain a retained version replays stays)"
     )
     assert preview_request("cleanup", {"min_versions_to_retain": 150, "keep_offsets_range": True}, state).text == (
-        "nothing to do: min_versions_to_retain 150 retains versions 60–178, all that is on disk; "
-        "min_versions_to_retain 117 or fewer would retain less than is on disk"
+        "nothing to do: retaining 150 state versions keeps versions 60–178, all that is on disk; "
+        "retaining 117 or fewer would retain less than is on disk"
     )
 
 
@@ -147,8 +147,8 @@ def test_a_cleanup_preview_with_everything_retained_says_which_value_would_chang
     preview = preview_request("cleanup", {"min_versions_to_retain": 100, "keep_offsets_range": False}, state)
 
     assert preview.text == (
-        "nothing to do: min_versions_to_retain 100 retains versions 100–178, all that is on disk; "
-        "min_versions_to_retain 77 or fewer would retain less than is on disk"
+        "nothing to do: retaining 100 state versions keeps versions 100–178, all that is on disk; "
+        "retaining 77 or fewer would retain less than is on disk"
     )
 
 
@@ -175,8 +175,8 @@ def test_a_compact_preview_says_what_the_log_lacks_and_when_spark_would_expire()
     ).text == (
         "nothing to compact: 49.compact is present; "
         "nothing to expire in sources/0: Spark expires files only from batch 109 on "
-        "(interval 10, min_batches_to_retain 100) and the log is at batch 57; "
-        "min_batches_to_retain 48 or fewer would expire from batch 0"
+        "(compact interval 10, 100 batches to retain) and the log is at batch 57; "
+        "retaining 48 or fewer would expire from batch 0"
     )
     preview = preview_request("compact", {"log": "sources/0", "min_batches_to_retain": 20}, figures(logs=(missing,)))
     assert preview.text == (

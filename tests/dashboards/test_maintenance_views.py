@@ -241,8 +241,8 @@ def test_the_preview_panel_follows_the_values_typed(oncall_client, checkpoint):
 
     assert "purge offsets and commits of batches 0–1 (2 batches), keep batches 2–11 (10 batches)" in fewer
     assert (
-        "nothing to purge: keep_batches 50 keeps batches 0–11 (12 batches), all that is stored; "
-        "keep_batches 11 or fewer"
+        "nothing to purge: keeping the last 50 batches keeps batches 0–11 (12 batches), all that is stored; "
+        "keeping 11 or fewer"
     ) in too_many
     assert "Enter valid values to see what this would do." in invalid
     assert oncall_client.get(url, {"action": "explode"}).status_code == 404

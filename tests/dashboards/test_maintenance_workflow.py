@@ -298,7 +298,7 @@ def test_batches_that_syncs_saw_arrive_count_as_a_running_query_however_old_thei
     by_dates = next(p for p in stopped if "batch written" in p.detail)
     by_syncs = next(p for p in stopped if "sync" in p.detail)
     assert by_dates.ok and "no batch written for 864" in by_dates.detail
-    assert not by_syncs.ok and "found 2 new batch(es)" in by_syncs.detail
+    assert not by_syncs.ok and "found 2 new batches" in by_syncs.detail
     assert [p.name for p in plan.failed_preconditions()] == ["query-stopped"]
 
 

@@ -36,9 +36,16 @@ def test_a_query_with_fresh_batches_is_running():
     status = status_of(LIVE)
 
     assert status.state is State.RUNNING
-    assert status.reason == "batch 178 planned at 11:59:56 UTC, a batch every 10 s"
+    assert status.reason == "batch 178 committed, started 11:59:56 UTC, a batch every 10 s"
     assert status.severity == "ok"
     assert status.also == ()
+
+
+def test_a_running_query_whose_newest_batch_is_not_committed_yet_says_it_is_running():
+    status = status_of(replace(LIVE, latest_batch_id=179, latest_batch_at=NOW - timedelta(seconds=1)))
+
+    assert status.state is State.RUNNING
+    assert status.reason == "batch 179 running since 11:59:59 UTC, a batch every 10 s"
 
 
 def test_progress_with_no_input_rows_after_the_newest_batch_is_idle():

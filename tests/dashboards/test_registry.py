@@ -65,13 +65,23 @@ def operator_client(client, operator_user):
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "no checkpoint"])
-def test_the_form_refuses_a_path_holding_no_checkpoint_with_the_reason(operator_client, checkpoint_roots, kind):
+def test_the_form_refuses_a_path_holding_no_checkpoint_with_the_reason_and_audits_the_refusal(
+    operator_client, checkpoint_roots, kind
+):
     path, reason = _bad_checkpoint_paths(checkpoint_roots)[kind]
     response = operator_client.post(reverse("dashboards:checkpoint-create"), _form_data("bad", path))
     assert response.status_code == 200
     assert f"{path.as_uri()}: {reason}" in response.content.decode()
     assert not Checkpoint.objects.exists()
-    assert not AuditEntry.objects.exists()
+    entry = AuditEntry.objects.get()
+    assert (entry.event, entry.actor.username, entry.checkpoint, entry.checkpoint_name) == (
+        "registration-refused",
+        "olivia",
+        None,
+        "bad",
+    )
+    assert entry.detail.startswith(f"url: {path.as_uri()}: {reason}")
+    assert entry.data == {"name": "bad", "url": str(path), "sink_log_url": "", "reasons": {"url": [entry.detail[5:]]}}
 
 
 @pytest.mark.parametrize(
@@ -152,12 +162,15 @@ def test_editing_without_changing_the_url_does_not_look_at_storage_again(operato
     assert Checkpoint.objects.get().name == "renamed"
 
 
-def test_editing_to_a_url_holding_no_checkpoint_is_refused(operator_client, synced, checkpoint_roots):
+def test_editing_to_a_url_holding_no_checkpoint_is_refused_and_audited(operator_client, synced, checkpoint_roots):
     response = operator_client.post(
         reverse("dashboards:checkpoint-edit", args=[synced.pk]), _form_data("x", checkpoint_roots / "typo")
     )
     assert f"{(checkpoint_roots / 'typo').as_uri()}: no such file or folder" in response.content.decode()
     assert Checkpoint.objects.get().url == synced.url
+    entry = AuditEntry.objects.get()
+    assert (entry.event, entry.checkpoint, entry.checkpoint_name) == ("edit-refused", synced, "inconsistent")
+    assert entry.detail == f"url: {(checkpoint_roots / 'typo').as_uri()}: no such file or folder"
 
 
 def test_registering_the_url_of_an_archived_checkpoint_points_to_restoring_it(operator_client, synced):
@@ -175,12 +188,18 @@ def test_registering_the_url_of_an_archived_checkpoint_points_to_restoring_it(op
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "no checkpoint"])
-def test_register_checkpoint_refuses_a_path_holding_no_checkpoint_naming_it(checkpoint_roots, kind):
+def test_register_checkpoint_refuses_a_path_holding_no_checkpoint_naming_it_and_audits_the_refusal(
+    checkpoint_roots, kind
+):
     path, reason = _bad_checkpoint_paths(checkpoint_roots)[kind]
     with pytest.raises(CommandError) as raised:
         call_command("register_checkpoint", "bad", str(path))
     assert str(raised.value).startswith(f"url: {path.as_uri()}: {reason}")
     assert not Checkpoint.objects.exists()
+    entry = AuditEntry.objects.get()
+    assert (entry.event, entry.actor, entry.checkpoint_name) == ("registration-refused", None, "bad")
+    assert entry.actor_name.endswith(" (register_checkpoint)")
+    assert entry.detail.startswith(f"url: {path.as_uri()}: {reason}")
 
 
 def test_register_checkpoint_takes_the_sink_log_folder_itself_and_audits_the_shell_user(
@@ -336,7 +355,7 @@ def test_removing_deletes_the_history_and_the_audit_entry_keeps_the_name(remover
 # --- the admin ------------------------------------------------------------------------------------
 
 
-def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_registers_and_deletes(
+def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_refuses_registers_and_deletes(
     admin_client, checkpoint_roots, copy_checkpoint
 ):
     refused = admin_client.post(
@@ -352,6 +371,12 @@ def test_the_admin_refuses_a_path_holding_no_checkpoint_and_audits_what_it_regis
     assert not Checkpoint.objects.exists()
     events = list(AuditEntry.objects.order_by("pk").values_list("event", "actor_name", "checkpoint_name", "detail"))
     assert events == [
+        (
+            "registration-refused",
+            "admin",
+            "typo",
+            f"url: {(checkpoint_roots / 'typo').as_uri()}: no such file or folder",
+        ),
         ("registered", "admin", "inc", checkpoint.url),
         ("removed", "admin", "inc", "removed in the admin"),
     ]

@@ -169,9 +169,38 @@ def test_production_serves_the_api_docs_page_with_swagger_ui_under_hashed_names(
     page = viewer_client.get("/api/docs/").content.decode()
     assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
 
-    assert len(assets) == 4  # the favicon, the stylesheet and the two scripts of drf-spectacular-sidecar
+    # The favicon, the stylesheet and the two scripts of drf-spectacular-sidecar; our stylesheet for the header.
+    assert len(assets) == 5
     for asset in assets:
         assert re.fullmatch(
-            r"/static/drf_spectacular_sidecar/swagger-ui-dist/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)", asset
+            r"/static/(drf_spectacular_sidecar/swagger-ui-dist|dashboards/css)/[\w.-]+\.[0-9a-f]{12}\.(js|css|png)",
+            asset,
         ), asset
         assert viewer_client.get(asset).status_code == 200, asset
+
+
+def _follow_favicon(client) -> tuple[str, int, str, bytes]:
+    """Where /favicon.ico (asked for by browsers and tools whatever a page links) sends the asker, and
+    what answers there."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302, response.status_code
+    icon = client.get(response["Location"])
+    return response["Location"], icon.status_code, icon["Content-Type"], b"".join(icon.streaming_content)
+
+
+@pytest.mark.django_db
+def test_favicon_ico_leads_to_the_svg_icon_in_debug_mode(client):
+    location, status, content_type, body = _follow_favicon(client)
+
+    assert (location, status, content_type) == ("/static/dashboards/favicon.svg", 200, "image/svg+xml")
+    assert body.startswith(b"<svg ")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_favicon_ico_leads_to_the_hashed_svg_icon_in_production(production_static, client):
+    location, status, content_type, body = _follow_favicon(client)
+
+    assert re.fullmatch(r"/static/dashboards/favicon\.[0-9a-f]{12}\.svg", location), location
+    assert (status, content_type) == (200, "image/svg+xml")
+    assert body.startswith(b"<svg ")

@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from dashboards.templatetags.ckptweb import duration, span_ms
+from dashboards.templatetags.ckptweb import duration, size, span_ms
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,37 @@ from dashboards.templatetags.ckptweb import duration, span_ms
 )
 def test_duration_shows_the_two_largest_units(value, text):
     assert duration(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (timedelta(microseconds=61_705), "62 ms"),  # a sync run's duration read "0:00:00.061705"
+        (0.25, "250 ms"),
+        (timedelta(seconds=4, milliseconds=500), "4.5 s"),
+        (timedelta(minutes=2, seconds=5, milliseconds=300), "2 min 5 s"),
+    ],
+)
+def test_duration_writes_a_span_under_ten_seconds_as_people_do(value, text):
+    assert duration(value) == text
+
+
+@pytest.mark.parametrize(
+    ("size_bytes", "text"),
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (1_023, "1,023 B"),
+        (1_024, "1.0 KB"),
+        (4_403, "4.3 KB"),
+        (1_572_864, "1.5 MB"),
+        (3 * 1_024**3 + 1, "3.0 GB"),
+        (2_048 * 1_024**4, "2,048.0 TB"),
+        (None, "—"),
+    ],
+)
+def test_size_writes_bytes_in_the_largest_unit_they_reach(size_bytes, text):
+    assert size(size_bytes) == text
 
 
 def test_ago_counts_seconds_under_a_minute():

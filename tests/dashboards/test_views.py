@@ -18,10 +18,10 @@ from workers.sync import sync_checkpoint
 pytestmark = pytest.mark.django_db
 
 INCONSISTENT = SPARK_TEST_RESOURCES / "checkpoint-test-offsetId-commitId-inconsistent"
-PUBLIC_URL_NAMES = {"login", "logout", "health", "metrics"}
+PUBLIC_URL_NAMES = {"login", "logout", "health", "metrics", "favicon"}
 
 
-def test_every_page_but_login_and_health_requires_a_signed_in_user(client, synced):
+def test_every_page_but_login_health_and_the_icon_requires_a_signed_in_user(client, synced):
     names = [n for n in all_url_names() if n.split(":")[-1] not in PUBLIC_URL_NAMES]
     assert "dashboards:checkpoint-detail" in names
     for name in names:

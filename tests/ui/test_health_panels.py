@@ -56,6 +56,10 @@ def _open_first_partition(page, live_server, copy_checkpoint, django_user_model,
     page.click("#state-partitions a >> nth=0")
 
 
+def _column_names(page) -> list[str]:
+    return page.eval_on_selector_all("#sample-rows thead th.mono", "cells => cells.map(cell => cell.textContent)")
+
+
 def test_on_call_decodes_sample_rows_of_a_partition(
     browser_page, live_server, copy_checkpoint, django_user_model, eager_celery
 ):
@@ -66,8 +70,9 @@ def test_on_call_decodes_sample_rows_of_a_partition(
 
     rows = page.locator("#sample-rows tbody tr")
     assert rows.count() > 0
-    # The dedup query keys state by the event id of the input files ("e<n>").
-    assert "'id': 'e" in rows.first.locator("td").first.inner_text()
+    # The dedup query keys state by the event id of the input files ("e<n>") and its event time.
+    assert _column_names(page)[:2] == ["id", "event_time"]
+    assert rows.first.locator("td").first.inner_text().startswith("e")
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition.png"), full_page=True)
 
 
@@ -85,7 +90,25 @@ def test_on_call_decodes_sample_rows_of_a_rocksdb_partition(
 
     rows = page.locator("#sample-rows tbody tr")
     assert rows.count() == 20
-    assert "'id': 'e" in rows.first.locator("td").first.inner_text()
+    assert _column_names(page)[:2] == ["id", "event_time"]
+    assert rows.first.locator("td").first.inner_text().startswith("e")
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_rocksdb.png"), full_page=True)
     page.set_viewport_size({"width": 480, "height": 1000})
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_rocksdb_narrow.png"), full_page=True)
+
+
+def test_on_call_decodes_a_join_partition_into_columns_named_as_spark_wrote_them(
+    browser_page, live_server, copy_checkpoint, django_user_model, eager_celery
+):
+    page = browser_page
+    _open_first_partition(
+        page, live_server, copy_checkpoint, django_user_model, OUR_FIXTURES / "stream_stream_join", "join"
+    )
+    page.click("text=Decode sample rows")
+    page.wait_for_selector("#sample-rows")
+
+    # Spark's schema names a join's key columns by position; the page says what field0 is.
+    assert _column_names(page)[0] == "field0"
+    assert "field0 is the first key column" in page.inner_text("#sample-key-names")
+    assert "{" not in page.inner_text("#sample-rows tbody")
+    page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_join.png"), full_page=True)

@@ -97,6 +97,11 @@ def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defau
     assert _visible_fieldsets(page) == []
     page.check("#action-snapshot")
     assert _visible_fieldsets(page) == ["snapshot"]
+    # The preview speaks in the form's words ("Longest delta chain allowed"), not its parameter's name.
+    snapshot_preview = page.inner_text("#preview-snapshot")
+    assert snapshot_preview.startswith(("nothing to do", "write a snapshot")), snapshot_preview
+    assert "min_chain" not in snapshot_preview and "(s)" not in snapshot_preview
+    _screenshot(page, "maintenance_snapshot_preview.png")
     page.check("#action-purge")
     assert _visible_fieldsets(page) == ["purge"]
 
@@ -105,15 +110,15 @@ def test_choosing_an_action_shows_only_its_parameters_with_the_checkpoints_defau
     assert "Spark's own purge left batches 6–11" in page.inner_text("#parameters-purge")
     assert page.inner_text("#preview-purge") == (
         "purge offsets and commits of batch 6, "
-        "keep batches 7–11 (5 batches) (keep the last 5 committed batch(es), up to 11)"
+        "keep batches 7–11 (5 batches) (keep the last 5 committed batches, up to 11)"
     )
     _screenshot(page, "maintenance_request_form.png")
 
     page.fill("#id_keep_batches", "20")
     page.wait_for_function("document.querySelector('#preview-purge').innerText.startsWith('nothing to purge')")
     assert page.inner_text("#preview-purge") == (
-        "nothing to purge: keep_batches 20 keeps batches 6–11 (6 batches), "
-        "all that is stored; keep_batches 5 or fewer would purge from batch 6"
+        "nothing to purge: keeping the last 20 batches keeps batches 6–11 (6 batches), "
+        "all that is stored; keeping 5 or fewer would purge from batch 6"
     )
     page.set_viewport_size(NARROW)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

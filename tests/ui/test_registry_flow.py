@@ -45,7 +45,7 @@ def _register(page, base_url: str, name: str, url: Path, sink: Path | None = Non
     page.wait_for_load_state()
 
 
-def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(
+def test_registering_each_bad_path_shows_the_reason_registers_nothing_and_audits_the_refusal(
     browser_page, live_server, checkpoint_roots, copy_checkpoint, registrar
 ):
     (checkpoint_roots / "part-0.json").write_bytes(b"{}")
@@ -80,7 +80,8 @@ def test_registering_each_bad_path_shows_the_reason_and_registers_nothing(
         _register(page, live_server.url, "orders", checkpoint, sink=path)
         assert f"{path.as_uri()}: {reason}" in page.inner_text("form.form ul.errorlist"), path
     assert not Checkpoint.objects.exists()
-    assert not AuditEntry.objects.exists()
+    refusals = list(AuditEntry.objects.order_by("pk").values_list("event", "actor_name", "checkpoint_name"))
+    assert refusals == [("registration-refused", "rita", "orders")] * (len(bad_checkpoints) + len(bad_sinks))
 
 
 def test_a_query_that_ran_no_batch_is_registered_with_the_warning_on_its_page(

@@ -34,6 +34,7 @@ from .rocksdbstate import read_changelog, read_rocksdb_version, read_rocksdb_zip
 from .rocksdbzip import RocksDBCheckpointMetadata
 from .stateinventory import StateStoreDir
 from .storage.checkpointstorage import CheckpointStorage
+from .wording import plural
 
 # RocksDBStateEncoder's STATE_ENCODING_VERSION: the byte before every key's and value's UnsafeRow.
 STATE_ENCODING_VERSION = 0
@@ -69,7 +70,7 @@ def read_rocksdb_rows(
     load = _plan_load(storage, store, version, codec, unique_id, max_read_bytes)
     changes = _replay(storage, store.path, load.changelogs, codec)
     live = sum(1 for value, _ in changes.values() if value is not None)
-    replayed = f"{len(load.changelogs)} changelog(s)"
+    replayed = plural(len(load.changelogs), "changelog")
     if load.snapshot is None:
         return RocksDBRowCount(version, live, f"replay of {replayed} from version 0")
     with open_rocksdb_instance(storage, store.path, load.snapshot.name, load.metadata) as instance:

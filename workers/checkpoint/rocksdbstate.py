@@ -25,6 +25,7 @@ from .rocksdbzip import MAX_ZIP_BYTES, RocksDBCheckpointMetadata, parse_rocksdb_
 from .statecodec import MAX_STATE_FILE_BYTES
 from .stateinventory import StateFileInfo, StateStoreDir
 from .storage.checkpointstorage import CheckpointStorage
+from .wording import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +220,7 @@ class _StoreReader:
         num_keys = self.metadata(chain.snapshot).num_keys
         if chain.changelogs:
             return None, (
-                f"{chain.snapshot.name} + {len(chain.changelogs)} changelog(s): whether a put adds a key or "
+                f"{chain.snapshot.name} + {plural(len(chain.changelogs), 'changelog')}: whether a put adds a key or "
                 "overwrites one is only known from the SST files (rocksdbrows reads them)"
             )
         if num_keys < 0:

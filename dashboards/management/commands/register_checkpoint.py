@@ -1,8 +1,8 @@
 """`manage.py register_checkpoint NAME URL`: register (or update) a checkpoint from a script.
 
 The same form as the web page validates it (a path that holds no checkpoint, or a --sink-log that
-holds no file sink log, is refused with the reason and exit status 1), and the same audit entry
-records it, under the name of the shell user.
+holds no file sink log, is refused with the reason and exit status 1), and the same audit entries
+record it, refused or accepted, under the name of the shell user.
 """
 
 import getpass
@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dashboards.models import Checkpoint
 from dashboards.registry.forms import CheckpointForm
-from dashboards.registry.registrations import save_registration
+from dashboards.registry.registrations import audit_refusal, refusal_reasons, save_registration
 
 
 class Command(BaseCommand):
@@ -54,9 +54,11 @@ class Command(BaseCommand):
             instance.sync_interval_seconds if instance else Checkpoint().sync_interval_seconds
         )
         form = CheckpointForm(data, instance=instance)
+        actor_name = f"{getpass.getuser()} (register_checkpoint)"
         if not form.is_valid():
-            raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
-        checkpoint = save_registration(form, actor_name=f"{getpass.getuser()} (register_checkpoint)")
+            audit_refusal(form, actor_name=actor_name)
+            raise CommandError(refusal_reasons(form))
+        checkpoint = save_registration(form, actor_name=actor_name)
         for warning in form.warnings:
             self.stderr.write(f"warning: {warning}")
         self.stdout.write(f"registered {checkpoint.name} -> {checkpoint.url} (id {checkpoint.pk})")

@@ -128,10 +128,10 @@ def test_purge_with_more_batches_kept_than_stored_says_which_keep_batches_would_
 
     # Spark kept offsets and commits 8..11; its RocksDB state starts at version 10 (read with batch 9).
     assert plan.summary == (
-        "nothing to purge: keep_batches 100 keeps batches 8–11 (4 batches), all that is stored; "
-        "keep_batches 3 or fewer would purge from batch 8"
+        "nothing to purge: keeping the last 100 batches keeps batches 8–11 (4 batches), all that is stored; "
+        "keeping 3 or fewer would purge from batch 8"
     )
-    assert "threshold 0: keep_batches 100 is more than the 12 batches up to 11: all stay" in plan.notes
+    assert "threshold 0: keeping 100 batches is more than the 12 batches up to 11: all stay" in plan.notes
     assert plan_purge(storage, keep_batches=4, now=LATER).is_empty
     assert {d.path for d in plan_purge(storage, keep_batches=3, now=LATER).deletes} >= {"offsets/8", "commits/8"}
 
@@ -144,7 +144,7 @@ def test_purge_of_a_long_history_says_which_batches_go_and_which_stay(tmp_path):
     plan = plan_purge(CheckpointStorage(str(query)), keep_batches=100, now=LATER)
 
     assert plan.summary.startswith("purge offsets and commits of batches 0–77 (78 batches): 312 files, ")
-    assert plan.summary.endswith("keep batches 78–177 (100 batches) (keep the last 100 committed batch(es), up to 177)")
+    assert plan.summary.endswith("keep batches 78–177 (100 batches) (keep the last 100 committed batches, up to 177)")
 
 
 def test_a_purge_blocked_by_state_names_the_state_version_and_what_lets_it_go(tmp_path):
@@ -162,14 +162,14 @@ def test_a_purge_blocked_by_state_names_the_state_version_and_what_lets_it_go(tm
     )
 
 
-def test_the_min_chain_a_nothing_to_do_snapshot_suggests_writes_a_snapshot():
+def test_the_chain_a_nothing_to_do_snapshot_suggests_allowing_writes_a_snapshot():
     checked = 0
     for checkpoint in CHECKPOINTS:
         storage = CheckpointStorage(str(checkpoint))
         advice = ADVICE.search(plan_snapshot(storage, min_chain=10, now=LATER).summary)
         if advice is None:
             continue
-        assert advice.group(1) == "min_chain"
+        assert advice.group(1) == "allowing"  # the form says "Longest delta chain allowed"
         assert plan_snapshot(storage, min_chain=int(advice.group(2)), now=LATER).writes, checkpoint
         assert not plan_snapshot(storage, min_chain=int(advice.group(2)) + 1, now=LATER).writes, checkpoint
         checked += 1
@@ -187,9 +187,9 @@ def test_a_stream_stream_join_snapshot_names_the_longest_chain():
         CheckpointStorage(str(OUR_FIXTURES / "stream_stream_join/checkpoint")), min_chain=10, now=LATER
     )
     assert re.fullmatch(
-        r"nothing to do: the longest delta chain is 3 delta\(s\) "
-        r"\(state/0/\d/[\w-]+ at version 12\), not more than min_chain 10; "
-        r"min_chain 2 or lower would snapshot it",
+        r"nothing to do: the longest delta chain is 3 deltas "
+        r"\(state/0/\d/[\w-]+ at version 12\), not more than the 10 allowed; "
+        r"allowing 2 or fewer would snapshot it",
         plan.summary,
     ), plan.summary
 
@@ -210,7 +210,7 @@ def test_the_min_batches_to_retain_a_nothing_to_expire_suggests_expires_files():
             advice = ADVICE.search(plan.summary)
             if advice is None:
                 continue
-            assert advice.group(1) == "min_batches_to_retain", plan.summary
+            assert advice.group(1) == "retaining", plan.summary
             again = plan_compaction(
                 log_storage,
                 log_dir,
@@ -234,7 +234,7 @@ def test_cleanup_kept_by_the_offset_log_says_so_and_how_to_change_it():
     # offsets/ starts at batch 3 and the oldest state version on disk is 3 (the fixture's files).
     assert plan.summary == (
         "nothing to do: versions 3–6 on disk must stay loadable "
-        "because offsets/ still holds batch 3 (keep_offsets_range); "
+        "because offsets/ still holds batch 3 (the option to keep the state of every batch still in offsets/); "
         "turn it off, or purge offsets/ first"
     )
 
@@ -246,6 +246,4 @@ def test_a_purge_counts_the_batches_it_keeps_not_the_range_when_one_is_missing()
     plan = plan_purge(CheckpointStorage(str(inconsistent)), keep_batches=1, now=LATER)
 
     assert plan.summary.startswith("purge offsets and commits of batches 0–1 (2 batches): 4 files, ")
-    assert plan.summary.endswith(
-        "keep batches 2–4 (2 batches, with gaps) (keep the last 1 committed batch(es), up to 2)"
-    )
+    assert plan.summary.endswith("keep batches 2–4 (2 batches, with gaps) (keep the last 1 committed batch, up to 2)")

@@ -60,7 +60,7 @@ def test_a_version_on_a_zip_says_how_it_was_counted():
     storage = CheckpointStorage(str(DEDUP))
     count = read_rocksdb_rows(storage, list_state_store_dirs(storage)[0], 12, codec="lz4")
 
-    assert count.how == "numKeys of 10_f058c341-7941-45f8-ad77-48ab3ee81434.zip (17) + 2 changelog(s)"
+    assert count.how == "numKeys of 10_f058c341-7941-45f8-ad77-48ab3ee81434.zip (17) + 2 changelogs"
 
 
 def test_a_version_needing_more_bytes_than_allowed_is_not_counted():

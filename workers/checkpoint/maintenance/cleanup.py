@@ -44,6 +44,7 @@ from ..stateinventory import (
     parse_hdfs_state_files,
 )
 from ..storage.checkpointstorage import CheckpointStorage
+from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition
 from .planning import delete_with_sidecars, join, precondition_unless, start_plan
@@ -325,8 +326,8 @@ def _summary(survey: _Survey, deletes: Sequence[PlannedDelete], *, stores_chosen
     if deletes:
         freed = sum(d.size for d in deletes)
         return (
-            f"delete {len(survey.deletes)} state files and sidecars and {len(survey.temporaries)} temporary files, "
-            f"freeing {freed} bytes"
+            f"delete {plural(len(survey.deletes), 'state file or sidecar', 'state files and sidecars')} and "
+            f"{plural(len(survey.temporaries), 'temporary file')}, freeing {format_size(freed)}"
         )
     if not stores_chosen:
         return NO_STATE_STORE
@@ -356,11 +357,12 @@ def explain_nothing_to_clean(*, oldest: int | None, latest: int | None, retain: 
     if protect_from is not None and protect_from < kept_by_count:
         return (
             f"nothing to do: {on_disk} on disk must stay loadable because offsets/ still holds batch {protect_from} "
-            "(keep_offsets_range); turn it off, or purge offsets/ first"
+            "(the option to keep the state of every batch still in offsets/); turn it off, or purge offsets/ first"
         )
     fewer = latest - oldest - 1
-    change = f"; min_versions_to_retain {fewer} or fewer would retain less than is on disk" if fewer >= 1 else ""
-    return f"nothing to do: min_versions_to_retain {retain} retains {on_disk}, all that is on disk{change}"
+    change = f"; retaining {fewer} or fewer would retain less than is on disk" if fewer >= 1 else ""
+    retaining = plural(retain, "state version")
+    return f"nothing to do: retaining {retaining} keeps {on_disk}, all that is on disk{change}"
 
 
 def _no_content(storage: CheckpointStorage, write: PlannedWrite) -> bytes:

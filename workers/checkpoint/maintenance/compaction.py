@@ -53,6 +53,7 @@ from ..layout import COMPACT_FILE_SUFFIX, OFFSETS_DIR, parse_batch_id
 from ..logdir import read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL, LogKind, files_read_for_latest, sink_log_location
 from ..storage.checkpointstorage import MAX_LOG_FILE_BYTES, CheckpointStorage
+from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
 from .planning import delete_with_sidecars, join, list_batch_logs, start_plan
@@ -303,7 +304,8 @@ def _expiry_summary(
     where = log_dir or "the log"
     ids = sorted({parse_batch_id(d.path.rpartition("/")[2], compactible=True) for d in deletes} - {None})
     if ids:
-        return f"expire {batch_ids_text(ids)} of {where}: {len(deletes)} files, {sum(d.size for d in deletes)} bytes"
+        freed = format_size(sum(d.size for d in deletes))
+        return f"expire {batch_ids_text(ids)} of {where}: {plural(len(deletes), 'file')}, {freed}"
     oldest, latest = min(batches), max(batches)
     threshold = expiry_threshold(latest, interval=interval, min_batches_to_retain=min_batches_to_retain)
     if threshold is not None and oldest < threshold:
@@ -325,7 +327,8 @@ def explain_nothing_to_expire(
     if threshold is None:
         why = (
             f"Spark expires files only from batch {interval + min_batches_to_retain - 1} on "
-            f"(interval {interval}, min_batches_to_retain {min_batches_to_retain}) and the log is at batch {latest}"
+            f"(compact interval {interval}, {plural(min_batches_to_retain, 'batch', 'batches')} to retain) "
+            f"and the log is at batch {latest}"
         )
     else:
         why = (
@@ -333,7 +336,7 @@ def explain_nothing_to_expire(
             f"({latest + 1 - min_batches_to_retain}) is read through"
         )
     fewer = None if oldest is None else _retention_that_expires(latest, oldest, interval, min_batches_to_retain)
-    change = f"; min_batches_to_retain {fewer} or fewer would expire from batch {oldest}" if fewer else ""
+    change = f"; retaining {fewer} or fewer would expire from batch {oldest}" if fewer else ""
     return f"nothing to expire in {where}: {why}{change}"
 
 
@@ -413,7 +416,7 @@ def compaction_plan_from_listings(
             _interval_kept(log_listing, batch_id, interval, compact_interval),
             *_replaces_unreadable(write, broken),
         ),
-        summary=f"write {write.path} from {', '.join(inputs)} (about {write.estimated_bytes} bytes)",
+        summary=f"write {write.path} from {', '.join(inputs)} (about {format_size(write.estimated_bytes)})",
         notes=(f"batch {batch_id}'s own entries are taken from its plain file {join(log_dir, str(batch_id))}",),
     )
 

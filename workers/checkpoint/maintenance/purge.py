@@ -29,6 +29,7 @@ from ..layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 from ..rocksdbfiles import parse_rocksdb_store_files
 from ..stateinventory import StateStoreDir, detect_provider, list_state_store_dirs, parse_hdfs_state_files
 from ..storage.checkpointstorage import CheckpointStorage
+from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
 from .planning import delete_with_sidecars, list_batch_logs, start_plan
@@ -180,10 +181,10 @@ def purge_limits(
 def _keep_reason(keep_batches: int, latest_committed: int) -> str:
     if keep_batches > latest_committed + 1:
         return (
-            f"keep_batches {keep_batches} is more than the {latest_committed + 1} batches "
-            f"up to {latest_committed}: all stay"
+            f"keeping {plural(keep_batches, 'batch', 'batches')} is more than the "
+            f"{plural(latest_committed + 1, 'batch', 'batches')} up to {latest_committed}: all stay"
         )
-    return f"keep the last {keep_batches} committed batch(es), up to {latest_committed}"
+    return f"keep the last {plural(keep_batches, 'committed batch', 'committed batches')}, up to {latest_committed}"
 
 
 def _restart_reason(latest_offsets: int) -> str:
@@ -201,12 +202,13 @@ def explain_nothing_to_purge(
     if guards:
         return f"nothing to purge: batch {oldest}, the oldest stored, is still needed: {'; '.join(guards)}"
     if any(limit.parameter == "before_batch" for limit in blocking):
-        return f"nothing to purge: before_batch is not above {oldest}, the oldest stored batch"
+        return f"nothing to purge: the batch to purge before is not above {oldest}, the oldest stored batch"
     stored = batch_span(oldest, newest)
     # keep_batches k purges batch ``oldest`` once latest_committed + 1 - k > oldest.
     fewer = latest_committed - oldest
-    change = f"; keep_batches {fewer} or fewer would purge from batch {oldest}" if fewer >= 1 else ""
-    return f"nothing to purge: keep_batches {keep_batches} keeps {stored}, all that is stored{change}"
+    change = f"; keeping {fewer} or fewer would purge from batch {oldest}" if fewer >= 1 else ""
+    keeping = plural(keep_batches, "batch", "batches")
+    return f"nothing to purge: keeping the last {keeping} keeps {stored}, all that is stored{change}"
 
 
 def _required_from(latest_committed: int, latest_offsets: int, oldest_state: int | None) -> int:
@@ -269,7 +271,8 @@ def _contiguity(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedD
             problems.append(f"{log}/{max(deleted)} goes but {log}/{remaining[0]} stays")
         missing = sorted(set(range(remaining[0], remaining[-1] + 1)) - set(remaining)) if remaining else []
         if missing:
-            holes.append(f"{log} already lacks batch(es) {', '.join(map(str, missing[:5]))}")
+            lacking = "batch" if len(missing) == 1 else "batches"
+            holes.append(f"{log} already lacks {lacking} {', '.join(map(str, missing[:5]))}")
     if problems:
         return precondition("contiguity", False, "; ".join(problems))
     detail = "what remains of offsets/ and commits/ starts right after the purged batches"
@@ -296,7 +299,7 @@ def _summary(
     freed = sum(d.size for d in deletes)
     kept = [batch_id for batch_id in stored if batch_id >= binding.threshold]
     return (
-        f"purge offsets and commits of {batch_ids_text(ids)}: {len(deletes)} files, {freed} bytes; "
+        f"purge offsets and commits of {batch_ids_text(ids)}: {plural(len(deletes), 'file')}, {format_size(freed)}; "
         f"keep {batch_ids_text(kept)} ({binding.reason})"
     )
 

@@ -37,6 +37,7 @@ from ..statefiles import RecordRun, find_record_run, iter_run_keys
 from ..stateinventory import HdfsStateFile, StateStoreDir, detect_provider, files_for_version, parse_hdfs_state_files
 from ..statesummary import StateConf
 from ..storage.checkpointstorage import CheckpointStorage
+from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedWrite, Precondition, precondition
 from .planning import join, precondition_unless, start_plan
@@ -234,7 +235,10 @@ def _summary(survey: _Survey, min_chain: int, *, stores_chosen: int, committed: 
     if writes:
         total = sum(len(w.inputs) for w in writes)
         read = sum(w.estimated_bytes for w in writes)
-        return f"write {len(writes)} snapshot(s) replacing the replay of {total} files (about {read} bytes read)"
+        return (
+            f"write {plural(len(writes), 'snapshot')} replacing the replay of {plural(total, 'file')} "
+            f"(about {format_size(read)} read)"
+        )
     if not stores_chosen:
         return NO_STATE_STORE
     if committed is None:
@@ -250,13 +254,13 @@ def _summary(survey: _Survey, min_chain: int, *, stores_chosen: int, committed: 
 
 def explain_no_snapshot(longest: int, path: str, version: int, *, min_chain: int) -> str:
     """Say why no store gets a snapshot when the longest delta chain is ``longest`` (store ``path``),
-    and which min_chain would write one."""
+    and which longest chain allowed (``min_chain``, the form's "Longest delta chain allowed") would write one."""
     if longest == 0:
         return "nothing to do: every store already has a snapshot at its newest committed version"
-    change = f"; min_chain {longest - 1} or lower would snapshot it" if longest > 1 else ""
+    change = f"; allowing {longest - 1} or fewer would snapshot it" if longest > 1 else ""
     return (
-        f"nothing to do: the longest delta chain is {longest} delta(s) ({path} at version {version}), "
-        f"not more than min_chain {min_chain}{change}"
+        f"nothing to do: the longest delta chain is {plural(longest, 'delta')} ({path} at version {version}), "
+        f"not more than the {min_chain} allowed{change}"
     )
 
 
