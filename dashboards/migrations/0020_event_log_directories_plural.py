@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboards', '0017_audit_refused_registrations'),
+        ('dashboards', '0019_audit_refused_registrations'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboards', '0018_event_log_directories_plural'),
+        ('dashboards', '0020_event_log_directories_plural'),
     ]
 
     operations = [

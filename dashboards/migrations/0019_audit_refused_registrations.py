@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboards', '0016_progress_of_run_index'),
+        ('dashboards', '0018_state_partition_uncommitted_versions'),
     ]
 
     operations = [
