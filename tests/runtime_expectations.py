@@ -110,14 +110,18 @@ def drawn_runtime_series(figures: dict) -> dict[str, dict[str, Line]]:
 
 
 UNIT_MS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+UNIT_BYTES = {"B": 1, "KB": 1_024, "MB": 1_024**2, "GB": 1_024**3, "TB": 1_024**4}
 
 
 def _in_ms(figure: dict, part: str, values: list) -> tuple:
-    """Durations back in milliseconds and the watermark gap in seconds, whatever unit the axis chose."""
+    """Durations back in milliseconds, the watermark gap in seconds and sizes in bytes, whatever unit
+    the axis chose."""
     if part in ("batch-duration", "phases"):
         return tuple(round(value * UNIT_MS[figure["layout"]["yaxis"]["title"]["text"]]) for value in values)
     if part == "watermark-gap":
         return tuple(value * UNIT_MS[figure["layout"]["yaxis"]["title"]["text"]] / 1000 for value in values)
+    if part == "state-memory":
+        return tuple(round(value * UNIT_BYTES[figure["layout"]["yaxis"]["title"]["text"]]) for value in values)
     return tuple(values)
 
 

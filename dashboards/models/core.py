@@ -457,6 +457,10 @@ class BatchQuerySet(models.QuerySet):
     def uncommitted(self) -> BatchQuerySet:
         return self.filter(is_committed=False)
 
+    def untimed(self) -> BatchQuerySet:
+        """Batches without a start time (Spark 2.0 wrote 0 as batchTimestampMs): off any time axis."""
+        return self.filter(timestamp_ms__lte=0)
+
     def latest_conf(self) -> dict[str, str]:
         """The SQL conf the newest batch pinned in the offset log ({} without batches)."""
         return self.order_by("-batch_id").values_list("conf", flat=True).first() or {}

@@ -10,7 +10,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.models import ms_to_datetime
+from dashboards.query_page.chart_units import SizeUnit, count_axis, format_bytes, series_line, whole_number_ticks
 from dashboards.query_page.compaction import CompactionOutlook
+from dashboards.query_page.runtime_charts import MILLISECONDS, WATERMARK_GAP_UNITS, DurationUnit, sentence_figure
 from workers.checkpoint.compactible import is_compaction_batch
 
 
@@ -26,7 +28,11 @@ class TimelinePoint:
 
 
 def batch_timeline_figure(
-    points: Iterable[TimelinePoint], *, sink_compact_interval: int | None = None, bucket_width: int = 1
+    points: Iterable[TimelinePoint],
+    *,
+    sink_compact_interval: int | None = None,
+    bucket_width: int = 1,
+    has_untimed_batches: bool = False,
 ) -> go.Figure:
     """Batch id, interval since the previous batch, and the watermark, against batch start time.
 
@@ -34,26 +40,81 @@ def batch_timeline_figure(
     are left out. With a file sink's compact interval, its compaction batches (a file sink's batch
     ids are the query's) are marked: they are the batches that rewrite the whole sink log. A
     ``bucket_width`` above 1 says the points are the min/max of every that many batches: the
-    figure says so, and leaves out the compaction marks, which would be a random few.
+    figure says so, and leaves out the compaction marks, which would be a random few. A panel
+    without data is left out and named in a note; without any timed batch, a sentence says why
+    (``has_untimed_batches``: the range has batches, all without a start time).
     """
     timed = [p for p in points if p.timestamp_ms > 0]
+    if not timed:
+        sentence = TIMELINE_UNTIMED if has_untimed_batches else TIMELINE_EMPTY
+        return go.Figure(sentence_figure(sentence, height_px=TIMELINE_HEIGHT_PX))
     times = [ms_to_datetime(p.timestamp_ms) for p in timed]
+    panels = _timeline_panels(timed, times, sink_compact_interval if bucket_width == 1 else None)
     figure = make_subplots(
-        rows=3,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.06,
-        subplot_titles=("Batch id", "Seconds since previous batch", "Watermark (event time)"),
+        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=[p.title for p in panels]
     )
-    figure.add_trace(_batch_trace(timed, times, committed=True), row=1, col=1)
-    figure.add_trace(_batch_trace(timed, times, committed=False), row=1, col=1)
-    if sink_compact_interval and bucket_width == 1:
-        figure.add_trace(_compaction_trace(timed, times, sink_compact_interval), row=1, col=1)
-    figure.add_trace(_interval_trace(timed, times), row=2, col=1)
-    figure.add_trace(_watermark_trace(timed, times), row=3, col=1)
-    figure.update_layout(height=620, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"})
+    for row, panel in enumerate(panels, start=1):
+        for trace in panel.traces:
+            figure.add_trace(trace, row=row, col=1)
+    figure.update_yaxes(whole_number_ticks(p.batch_id for p in timed), row=1, col=1)
+    figure.update_layout(
+        height=TIMELINE_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"}
+    )
     _say_if_downsampled(figure, bucket_width)
+    _say_what_is_left_out(figure, timed)
     return figure
+
+
+TIMELINE_HEIGHT_PX = 620  # the CSS of .chart reserves as much before the figure arrives
+TIMELINE_EMPTY = (
+    "No batches in this range yet: the timeline starts once the query has written offsets/0 "
+    "and the next sync has read it."
+)
+TIMELINE_UNTIMED = (
+    "No batch here has a start time (Spark 2.0 wrote 0 as batchTimestampMs), so none can be placed "
+    "on a time axis; the batch table lists them."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Panel:
+    title: str
+    traces: tuple[go.Scatter, ...]
+
+
+def _timeline_panels(timed: list[TimelinePoint], times: list[datetime], compact_interval: int | None) -> list[_Panel]:
+    """The batch ids, then the intervals and the watermark where there are any."""
+    batches = [_batch_trace(timed, times, committed=True), _batch_trace(timed, times, committed=False)]
+    if compact_interval:
+        batches.append(_compaction_trace(timed, times, compact_interval))
+    panels = [_Panel("Batch id", tuple(batches))]
+    interval = _interval_trace(timed, times)
+    if interval is not None:
+        panels.append(interval)
+    if any(p.watermark_ms > 0 for p in timed):
+        panels.append(_Panel("Watermark (event time)", (_watermark_trace(timed, times),)))
+    return panels
+
+
+def _say_what_is_left_out(figure: go.Figure, timed: list[TimelinePoint]) -> None:
+    """A note under the chart for each panel it cannot draw, so nothing is missing unsaid."""
+    notes = []
+    if len(timed) < 2:
+        notes.append("no interval: a single timed batch")
+    if not any(p.watermark_ms > 0 for p in timed):
+        notes.append("no watermark: Spark reports one for queries with withWatermark, once a batch has set it")
+    if notes:
+        figure.add_annotation(
+            text="; ".join(notes),
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-0.08,
+            xanchor="left",
+            yanchor="top",
+            font={"size": 11, "color": "#555"},
+        )
 
 
 def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
@@ -70,12 +131,14 @@ def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
 
 def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committed: bool) -> go.Scatter:
     chosen = [(t, p.batch_id) for t, p in zip(times, points, strict=True) if p.is_committed == committed]
+    name = "committed" if committed else "uncommitted"
     return go.Scatter(
         x=[t for t, _ in chosen],
         y=[b for _, b in chosen],
         mode="markers",
-        name="committed" if committed else "uncommitted",
+        name=name,
         marker={"color": "#2b7bb9" if committed else "#d9534f", "size": 6 if committed else 10},
+        hovertemplate=f"batch %{{y}}, {name}<br>started %{{x}}<extra></extra>",
     )
 
 
@@ -87,48 +150,95 @@ def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interv
         mode="markers",
         name="sink log compaction",
         marker={"symbol": "diamond-open", "size": 13, "color": "#6f42c1"},
+        hovertemplate="batch %{y}: file sink log compaction<extra></extra>",
     )
 
 
-def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
-    gaps = [
-        (later - earlier).total_seconds() if point.interval_ms is None else point.interval_ms / 1000
+def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> _Panel | None:
+    gaps_ms = [
+        (later - earlier).total_seconds() * 1000 if point.interval_ms is None else point.interval_ms
         for earlier, later, point in zip(times, times[1:], points[1:], strict=False)
     ]
-    return go.Scatter(x=times[1:], y=gaps, mode="lines+markers", name="batch interval", line={"color": "#5cb85c"})
+    if not gaps_ms:
+        return None
+    unit = DurationUnit.for_longest(max(gaps_ms), INTERVAL_UNITS)
+    trace = go.Scatter(
+        x=times[1:],
+        y=[gap / unit.ms for gap in gaps_ms],
+        customdata=[p.batch_id for p in points[1:]],
+        mode="lines+markers",
+        name="batch interval",
+        line={"color": "#5cb85c"},
+        hovertemplate=f"batch %{{customdata}}: %{{y:,.3~f}} {unit.name} after the previous one<extra></extra>",
+    )
+    return _Panel(f"Interval since the previous batch ({unit.name})", (trace,))
+
+
+INTERVAL_UNITS = (MILLISECONDS, *WATERMARK_GAP_UNITS)
 
 
 def _watermark_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
     # Spark writes 0 until the first watermark is known; that is "none", not 1970.
-    marks = [(t, ms_to_datetime(p.watermark_ms)) for t, p in zip(times, points, strict=True) if p.watermark_ms > 0]
+    marks = [
+        (t, ms_to_datetime(p.watermark_ms), p.batch_id)
+        for t, p in zip(times, points, strict=True)
+        if p.watermark_ms > 0
+    ]
     return go.Scatter(
-        x=[t for t, _ in marks],
-        y=[w for _, w in marks],
+        x=[t for t, _, _ in marks],
+        y=[w for _, w, _ in marks],
+        customdata=[b for _, _, b in marks],
         mode="lines+markers",
         name="watermark",
         line={"color": "#f0ad4e", "shape": "hv"},
+        hovertemplate="batch %{customdata}: watermark %{y}<extra></extra>",
     )
 
 
-def compact_size_figure(sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook | None) -> go.Figure:
+def compact_size_figure(
+    sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook | None, *, compact_interval: int
+) -> go.Figure:
     """Size of each compact file against its batch id, the fitted trend and the threshold."""
+    if not sizes:
+        first = compact_interval - 1
+        return go.Figure(
+            sentence_figure(
+                f"No compact file yet: Spark writes the first, {first}.compact, at batch {first} of this log "
+                f"(compactInterval {compact_interval}), then one every {compact_interval} batches.",
+                height_px=COMPACT_SIZE_HEIGHT_PX,
+            )
+        )
+    unit = SizeUnit.for_largest(max(s for _, s in sizes))
     figure = go.Figure()
     figure.add_trace(
-        go.Scatter(x=[b for b, _ in sizes], y=[s for _, s in sizes], mode="lines+markers", name="compact file bytes")
+        go.Scatter(
+            x=[b for b, _ in sizes],
+            y=[s / unit.bytes for _, s in sizes],
+            text=[format_bytes(s) for _, s in sizes],
+            mode="lines+markers",
+            name="compact file size",
+            line={"color": "#2b7bb9"},
+            hovertemplate="batch %{x}: %{text}<extra></extra>",
+        )
     )
-    if outlook is not None and sizes:
-        _add_projection(figure, sizes, outlook)
+    if outlook is not None:
+        _add_projection(figure, sizes, outlook, unit)
     figure.update_layout(
-        height=320,
+        height=COMPACT_SIZE_HEIGHT_PX,
         margin={"l": 60, "r": 20, "t": 30, "b": 40},
         legend={"orientation": "h"},
-        xaxis_title="compaction batch id",
-        yaxis_title="bytes",
+        xaxis={"title": {"text": "compaction batch id"}, **whole_number_ticks(b for b, _ in sizes)},
+        yaxis={"title": {"text": unit.name}, "rangemode": "tozero"},
     )
     return figure
 
 
-def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook) -> None:
+COMPACT_SIZE_HEIGHT_PX = 320
+
+
+def _add_projection(
+    figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook, unit: SizeUnit
+) -> None:
     """The fitted trend a little past the data; the threshold line only when it is near the data.
 
     Drawing the trend all the way to a crossing thousands of batches away would squash the
@@ -140,12 +250,22 @@ def _add_projection(figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook
         end = min(end, max(outlook.crossing_batch_id, last))
     xs = (first, end)
     ys = [outlook.intercept_bytes + outlook.bytes_per_batch * x for x in xs]
-    figure.add_trace(go.Scatter(x=list(xs), y=ys, mode="lines", name="trend", line={"dash": "dot", "color": "#888"}))
+    figure.add_trace(
+        go.Scatter(
+            x=list(xs),
+            y=[y / unit.bytes for y in ys],
+            text=[format_bytes(y) for y in ys],
+            mode="lines",
+            name="trend",
+            line={"dash": "dot", "color": "#888"},
+            hovertemplate="batch %{x}: %{text} on the trend<extra></extra>",
+        )
+    )
     if outlook.threshold_bytes <= 2 * max(max(s for _, s in sizes), *ys):
         figure.add_hline(
-            y=outlook.threshold_bytes,
+            y=outlook.threshold_bytes / unit.bytes,
             line={"color": "#d9534f", "dash": "dash"},
-            annotation_text="a compaction would outlast the trigger interval",
+            annotation_text=f"{format_bytes(outlook.threshold_bytes)}: a compaction would outlast the trigger interval",
         )
 
 
@@ -157,33 +277,47 @@ class InventoryPoint:
     files: int
 
 
+INVENTORY_HEIGHT_PX = 480
+INVENTORY_EMPTY = "No inventory yet: the next full pass counts the files and bytes of each directory."
+
+
 def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
-    """Bytes and files of each directory at each inventory pass: one line per directory."""
+    """Bytes and files of each directory at each inventory pass: one line per directory, one colour
+    (and dash) per directory in both panels, so the legend names every line."""
     by_path: dict[str, list[InventoryPoint]] = {}
     for point in points:
         by_path.setdefault(point.path or "(root)", []).append(point)
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=("Bytes", "Files"))
-    for path, series in sorted(by_path.items()):
-        times = [p.taken_at for p in series]
-        figure.add_trace(
-            go.Scatter(x=times, y=[p.size_bytes for p in series], mode="lines+markers", name=path, legendgroup=path),
-            row=1,
-            col=1,
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=times,
-                y=[p.files for p in series],
-                mode="lines+markers",
-                name=path,
-                legendgroup=path,
-                showlegend=False,
-            ),
-            row=2,
-            col=1,
-        )
-    figure.update_layout(height=480, margin={"l": 60, "r": 20, "t": 40, "b": 40})
+    if not by_path:
+        return go.Figure(sentence_figure(INVENTORY_EMPTY, height_px=INVENTORY_HEIGHT_PX))
+    unit = SizeUnit.for_largest(max(p.size_bytes for series in by_path.values() for p in series))
+    figure = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(f"Size ({unit.name})", "Files")
+    )
+    for index, (path, series) in enumerate(sorted(by_path.items())):
+        for row, trace in enumerate(_inventory_traces(path, series, unit, series_line(index)), start=1):
+            figure.add_trace(trace, row=row, col=1)
+    figure.update_yaxes(rangemode="tozero", row=1, col=1)
+    figure.update_yaxes(count_axis(p.files for series in by_path.values() for p in series), row=2, col=1)
+    figure.update_layout(height=INVENTORY_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40})
     return figure
+
+
+def _inventory_traces(
+    path: str, series: list[InventoryPoint], unit: SizeUnit, line: dict
+) -> tuple[go.Scatter, go.Scatter]:
+    """The directory's size line (in the legend) and its files line (the same look, not repeated)."""
+    times = [p.taken_at for p in series]
+    common = {"x": times, "mode": "lines+markers", "name": path, "legendgroup": path, "line": line}
+    size = go.Scatter(
+        y=[p.size_bytes / unit.bytes for p in series],
+        text=[format_bytes(p.size_bytes) for p in series],
+        hovertemplate=f"{path}: %{{text}}<extra></extra>",
+        **common,
+    )
+    files = go.Scatter(
+        y=[p.files for p in series], hovertemplate=f"{path}: %{{y:,d}} files<extra></extra>", showlegend=False, **common
+    )
+    return size, files
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +355,8 @@ HEATMAP_CELL_TEXT_LIMIT = 40
 def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
     """One column per partition, one row per figure, each row with its own colour scale, shown
     beside it (values differ by orders of magnitude between rows). An unknown value stays blank."""
+    if not points:
+        return go.Figure(sentence_figure(HEATMAP_EMPTY, height_px=HEATMAP_HEIGHT_PX))
     columns = [p.label for p in points]
     figure = make_subplots(rows=len(HEATMAP_METRICS), cols=1, shared_xaxes=True, vertical_spacing=0.04)
     for row, metric in enumerate(HEATMAP_METRICS, start=1):
@@ -229,8 +365,15 @@ def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
     figure.update_xaxes(
         type="category", title_text="partition (operator/store/partition)", row=len(HEATMAP_METRICS), col=1
     )
-    figure.update_layout(height=110 + 70 * len(HEATMAP_METRICS), margin={"l": 160, "r": 20, "t": 20, "b": 90})
+    figure.update_layout(height=HEATMAP_HEIGHT_PX, margin={"l": 160, "r": 20, "t": 20, "b": 90})
     return figure
+
+
+HEATMAP_HEIGHT_PX = 110 + 70 * len(HEATMAP_METRICS)
+HEATMAP_EMPTY = (
+    "No state store partitions read yet: a query with stateful operators shows them after the next full pass "
+    "has listed state/."
+)
 
 
 def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[str]) -> go.Heatmap:
@@ -240,7 +383,7 @@ def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[
         colorscale, zmax = "Blues", top or 1
     else:
         colorscale, zmax = "YlOrRd", max(top, metric.alarm)
-    text = ["?" if v is None else f"{v:,}" for v in values]
+    text = ["?" if v is None else _heatmap_value(v, metric.unit) for v in values]
     return go.Heatmap(
         x=columns,
         y=[metric.label],
@@ -250,9 +393,29 @@ def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[
         zmax=zmax,
         colorscale=colorscale,
         texttemplate="%{text}" if len(columns) <= HEATMAP_CELL_TEXT_LIMIT else None,
-        hovertemplate=f"partition %{{x}}<br>{metric.label}: %{{text}} {metric.unit}<extra></extra>",
-        colorbar={"title": {"text": metric.unit, "side": "right"}, "thickness": 10, "tickformat": "~s", "nticks": 3},
+        hovertemplate=f"partition %{{x}}<br>{metric.label}: %{{text}}{_unit_after(metric.unit)}<extra></extra>",
+        colorbar=_colorbar(metric.unit, zmax),
     )
+
+
+def _heatmap_value(value: int, unit: str) -> str:
+    return format_bytes(value) if unit == "bytes" else f"{value:,}"
+
+
+def _unit_after(unit: str) -> str:
+    """What follows a cell's text in its hover: a size's text names its unit already."""
+    return "" if unit == "bytes" else f" {unit}"
+
+
+def _colorbar(unit: str, zmax: int) -> dict:
+    """Three whole-number ticks, 0 to ``zmax``, written as the hovers write them."""
+    ticks = sorted({0, round(zmax / 2), zmax})
+    return {
+        "title": {"text": "size" if unit == "bytes" else unit, "side": "right"},
+        "thickness": 10,
+        "tickvals": ticks,
+        "ticktext": [format_bytes(tick) if unit == "bytes" else f"{tick:,}" for tick in ticks],
+    }
 
 
 def _place_colorbars(figure: go.Figure) -> None:

@@ -8,8 +8,8 @@ triggerExecution (it is their total), the watermark gap only where a watermark i
 reports 1970-01-01 before the first one), but state figures per operator rather than summed.
 
 Events worth knowing when reading a chart (restarts, compactions, maintenance...) are marks on
-every chart: a dotted vertical line, and a symbol in a lane above the plot, a row per kind, whose
-hover names the event.
+every chart: a dotted vertical line (a band where they are dense), and a symbol in a lane above the
+plot, a row per kind, whose hover names the event (dashboards.query_page.mark_lane).
 
 The figures are plain dicts in Plotly's figure schema, serialised with ``json``: plotly.py's
 graph objects validate and deep-copy every array, which took 360 ms of CPU for the nine figures
@@ -24,6 +24,9 @@ import math
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from dashboards.query_page.chart_units import SERIES_DASHES, SizeUnit, count_axis, format_bytes, series_line
+from dashboards.query_page.mark_lane import MarkDecorations, RuntimeMark, add_lane, mark_decorations
 
 Figure = dict  # {"data": [trace, ...], "layout": {...}}, as Plotly.react takes them
 
@@ -80,35 +83,6 @@ class OperatorPoint:
         return (
             f"{self.operator_index}: {self.operator_name}" if self.operator_name else f"operator {self.operator_index}"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeMark:
-    """Something that happened at a moment of the query's history; ``kind`` is a key of MARK_STYLES."""
-
-    kind: str
-    time_ms: int
-    text: str
-    batch_id: int | None = None
-    link: str | None = None  # where a click goes; None: the batch page of batch_id
-
-
-@dataclass(frozen=True, slots=True)
-class MarkStyle:
-    label: str
-    row: str  # the name of its row in a chart's lane of marks: short, the hover says the rest
-    colour: str
-    symbol: str
-
-
-MARK_STYLES = {
-    "restart": MarkStyle("query restart", "restart", "#d9534f", "triangle-down"),
-    "conf": MarkStyle("pinned SQL conf changed", "conf change", "#8a3b00", "star"),
-    "compaction": MarkStyle("log compaction", "compaction", "#6f42c1", "diamond"),
-    "maintenance": MarkStyle("maintenance run", "maintenance", "#1f3a56", "square"),
-    "snapshot": MarkStyle("state snapshot", "snapshot", "#2d8a2d", "circle"),
-    "finding": MarkStyle("integrity finding", "finding", "#e08a00", "x"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +146,9 @@ def runtime_figures(
     unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
     figures = {
         "rates": _rates_figure(progress),
-        "input-rows": _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"),
+        "input-rows": _counted(
+            _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d")
+        ),
         "batch-duration": _lines_figure(
             progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"
         ),
@@ -180,12 +156,20 @@ def runtime_figures(
         "watermark-gap": _watermark_gap_figure(progress),
     }
     state = _state_figures(operators) if operators else {}
-    decorations = _mark_decorations(marks)
+    decorations = mark_decorations(marks, _time_span(progress, operators, marks))
     for figure in figures.values():
         _finish(figure, decorations, bucket_width, batch_link, has_legend=len(figure["data"]) > 1)
     for figure in state.values():  # the legend names the operators
         _finish(figure, decorations, state_bucket_width, batch_link, has_legend=True)
     return {**figures, **state}
+
+
+def _time_span(
+    progress: Sequence[ProgressPoint], operators: Sequence[OperatorPoint], marks: Sequence[RuntimeMark]
+) -> tuple[int, int]:
+    """The first and last moment the charts show (epoch ms)."""
+    moments = [p.timestamp_ms for p in progress] + [p.timestamp_ms for p in operators] + [m.time_ms for m in marks]
+    return (min(moments), max(moments)) if moments else (0, 0)
 
 
 def runtime_figures_json(figures: Mapping[str, Figure]) -> str:
@@ -207,7 +191,7 @@ def _rates_figure(progress: Sequence[ProgressPoint]) -> Figure:
 
 def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> Figure:
     if all(p.watermark_gap_ms is None for p in progress):
-        return _sentence_figure(
+        return sentence_figure(
             "No event-time watermark in this range: Spark reports one for queries with withWatermark, "
             "once the first batch has set it."
         )
@@ -221,7 +205,7 @@ def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Fig
     """The phases of each batch stacked (a missing phase counts 0, as Spark's UI pads it)."""
     phases = _phases_of(progress)
     if not phases:
-        return _sentence_figure("Spark reported no durationMs phases in this range.")
+        return sentence_figure("Spark reported no durationMs phases in this range.")
     times, batches = [p.timestamp_ms for p in progress], [p.batch_id for p in progress]
     traces = [
         {
@@ -233,7 +217,7 @@ def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Fig
             "stackgroup": "phases",
             "mode": "lines",
             "line": {"width": 0.5},
-            "hovertemplate": f"%{{y:,.3~f}} {unit.name}<extra>{phase}</extra>",
+            "hovertemplate": f"%{{y:,.3~f}} {unit.name} · batch %{{customdata}}<extra>{phase}</extra>",
         }
         for phase in phases
     ]
@@ -252,20 +236,38 @@ def _state_figures(operators: Sequence[OperatorPoint]) -> dict[str, Figure]:
         by_operator.setdefault(point.label, []).append(point)
     series = sorted(by_operator.items())
     figures = {
-        "state-rows": _per_operator_figure(series, lambda p: p.num_rows_total, "rows", ",d"),
-        "state-changes": _state_changes_figure(series),
-        "state-memory": _per_operator_figure(series, lambda p: p.memory_used_bytes, "bytes", ",.4~s"),
+        "state-rows": _counted(_per_operator_figure(series, lambda p: p.num_rows_total, "rows", ",d")),
+        "state-changes": _counted(_state_changes_figure(series)),
+        "state-memory": _state_memory_figure(series, operators),
         "state-cache": _per_operator_figure(series, lambda p: p.cache_hit_ratio, "hit ratio", ".1%"),
     }
     if all(p.cache_hit_ratio is None for p in operators):
-        figures["state-cache"] = _sentence_figure(
+        figures["state-cache"] = sentence_figure(
             "No cache lookups reported: only the HDFS state store provider reports "
             "loadedMapCacheHitCount and loadedMapCacheMissCount."
         )
     else:
         figures["state-cache"]["layout"]["yaxis"].update(range=[0, 1.05], tickformat=".0%")
-    figures["state-memory"]["layout"]["yaxis"].update(tickformat="~s", ticksuffix="B")
     return figures
+
+
+def _state_memory_figure(series, operators: Sequence[OperatorPoint]) -> Figure:
+    """Memory in the unit its largest value reaches; each hover as people write a size ("4.2 KB")."""
+    unit = SizeUnit.for_largest(_longest(p.memory_used_bytes for p in operators))
+    figure = _per_operator_figure(
+        series, lambda p: None if p.memory_used_bytes is None else p.memory_used_bytes / unit.bytes, unit.name, ""
+    )
+    for trace in figure["data"]:
+        trace["text"] = [format_bytes(y * unit.bytes) for y in trace["y"]]
+        trace["hovertemplate"] = f"%{{text}} · batch %{{customdata}}<extra>{trace['name']}</extra>"
+    return figure
+
+
+def _counted(figure: Figure) -> Figure:
+    """The figure with a count axis: whole-number ticks, from zero (a sentence is left as it is)."""
+    if figure["data"]:
+        figure["layout"]["yaxis"].update(count_axis(y for trace in figure["data"] for y in trace["y"]))
+    return figure
 
 
 def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit: str, number_format: str) -> Figure:
@@ -273,10 +275,9 @@ def _per_operator_figure(series, value: Callable[[OperatorPoint], object], unit:
     so a query with more stateful operators than colours still has every one drawn."""
     traces = []
     for index, (label, points) in enumerate(series):
-        trace = _trace(
-            points, value, name=label, colour=_PALETTE[index % len(_PALETTE)], unit=unit, number_format=number_format
-        )
-        trace["line"]["dash"] = _DASHES[index // len(_PALETTE) % len(_DASHES)]
+        line = series_line(index)
+        trace = _trace(points, value, name=label, colour=line["color"], unit=unit, number_format=number_format)
+        trace["line"]["dash"] = line["dash"]
         traces.append(trace)
     return _figure(traces, unit)
 
@@ -286,8 +287,6 @@ STATE_CHANGES = (
     ("removed", "#d9534f", lambda p: p.num_rows_removed),
     ("dropped by watermark", "#e08a00", lambda p: p.num_rows_dropped_by_watermark),
 )
-_DASHES = ("solid", "dash", "dot", "dashdot")
-_PALETTE = ("#2b7bb9", "#e07b00", "#5b8c3a", "#8a5a9e", "#d9534f", "#17becf", "#7f7f7f", "#bcbd22")
 # plotly.py's default template: what the page's other charts look like.
 _PLOTLY_COLOURS = (
     "#636efa",
@@ -323,7 +322,7 @@ def _state_changes_figure(series) -> Figure:
                 unit="rows",
                 number_format=",d",
             )
-            trace["line"]["dash"] = _DASHES[index % len(_DASHES)]
+            trace["line"]["dash"] = SERIES_DASHES[index % len(SERIES_DASHES)]
             traces.append(trace)
     return _figure(traces, "rows")
 
@@ -334,7 +333,7 @@ def _lines_figure(progress: Sequence[ProgressPoint], lines, unit: str, number_fo
         for name, colour, value in lines
     ]
     if not any(trace["x"] for trace in traces):
-        return _sentence_figure(f"Spark reported no {' or '.join(name for name, _, _ in lines)} in this range.")
+        return sentence_figure(f"Spark reported no {' or '.join(name for name, _, _ in lines)} in this range.")
     return _figure(traces, unit)
 
 
@@ -372,13 +371,14 @@ def _longest(values: Iterable[int | None]) -> int | None:
     return max((value for value in values if value is not None), default=None)
 
 
-def _sentence_figure(sentence: str) -> Figure:
+def sentence_figure(sentence: str, *, height_px: int = CHART_HEIGHT_PX) -> Figure:
     """No axes, only what is missing: an empty chart says so in words (broken into lines by hand:
     Plotly does not wrap an annotation, and a chart may be a phone's width)."""
     lines = "<br>".join(textwrap.wrap(sentence, SENTENCE_LINE_CHARS))
     return {
         "data": [],
         "layout": {
+            "height": height_px,
             "xaxis": {"visible": False},
             "yaxis": {"visible": False},
             "plot_bgcolor": "#fff",
@@ -398,62 +398,9 @@ def _sentence_figure(sentence: str) -> Figure:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class _Decorations:
-    traces: tuple[dict, ...]
-    shapes: tuple[dict, ...]
-    rows: tuple[str, ...]  # the lane's row labels, top row first
-
-
-LANE_ROW_SHARE = 0.065  # of a chart's plot height, per kind of mark present
-
-
-def _mark_decorations(marks: Sequence[RuntimeMark]) -> _Decorations:
-    """The marks' symbols (a row per kind in a lane above the plot, axis y2) and lines, built once for every figure."""
-    kinds = [kind for kind in MARK_STYLES if any(m.kind == kind for m in marks)]
-    traces, shapes = [], []
-    for row, kind in enumerate(reversed(kinds)):
-        style = MARK_STYLES[kind]
-        chosen = sorted((m for m in marks if m.kind == kind), key=lambda m: m.time_ms)
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [m.time_ms for m in chosen],
-                "y": [row] * len(chosen),
-                "yaxis": "y2",
-                "mode": "markers",
-                "name": style.label,
-                "showlegend": False,
-                "cliponaxis": False,
-                "marker": {
-                    "symbol": style.symbol,
-                    "color": style.colour,
-                    "size": 10,
-                    "line": {"width": 1, "color": "#fff"},
-                },
-                "hovertext": [m.text for m in chosen],
-                "hovertemplate": "%{hovertext}<extra></extra>",
-                "customdata": [m.link if m.link is not None else m.batch_id for m in chosen],
-            }
-        )
-        shapes += [
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": m.time_ms,
-                "x1": m.time_ms,
-                "y0": 0,
-                "y1": 1,
-                "layer": "below",
-                "line": {"color": style.colour, "width": 1, "dash": "dot"},
-            }
-            for m in chosen
-        ]
-    return _Decorations(tuple(traces), tuple(shapes), tuple(MARK_STYLES[kind].row for kind in kinds))
-
-
-def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_link: str, *, has_legend: bool) -> None:
+def _finish(
+    figure: Figure, decorations: MarkDecorations, bucket_width: int, batch_link: str, *, has_legend: bool
+) -> None:
     """Size, look, axes, marks and the notes every Runtime chart shares."""
     layout = figure["layout"]
     is_sentence = "sentence" in layout.get("meta", {})
@@ -480,7 +427,7 @@ def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_
     }
     layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
     if decorations.traces:
-        _add_lane(figure, decorations)
+        add_lane(figure, decorations)
     if bucket_width > 1:
         layout.setdefault("annotations", []).append(
             {
@@ -495,22 +442,3 @@ def _finish(figure: Figure, decorations: _Decorations, bucket_width: int, batch_
                 "font": {"size": 10, "color": "#777"},
             }
         )
-
-
-def _add_lane(figure: Figure, decorations: _Decorations) -> None:
-    """The marks' lane on top of the plot, its rows named on the left; the lines cross the plot."""
-    rows = len(decorations.rows)
-    top_of_plot = 1 - LANE_ROW_SHARE * rows
-    figure["data"] = figure["data"] + list(decorations.traces)
-    figure["layout"]["shapes"] = list(decorations.shapes)
-    figure["layout"]["yaxis"]["domain"] = [0, top_of_plot - 0.02]
-    figure["layout"]["yaxis2"] = {
-        "domain": [top_of_plot, 1],
-        "range": [-0.7, rows - 0.3],
-        "fixedrange": True,
-        "showgrid": False,
-        "zeroline": False,
-        "tickvals": list(range(rows)),
-        "ticktext": list(reversed(decorations.rows)),
-        "tickfont": {"size": 9, "color": "#555"},
-    }

@@ -8,7 +8,8 @@ Each kind is read with a few indexed queries, and at most MAX_MARKS_PER_KIND of 
   a new Spark version or an edited log);
 * a compaction of a file sink log (its batch ids are the query's) or of a file source log (the
   batch whose offset reached the compaction's logOffset, read from the offsets of a range of up
-  to MAX_BATCHES_FOR_SOURCE_COMPACTIONS batches);
+  to MAX_BATCHES_FOR_SOURCE_COMPACTIONS batches); past MAX_MARKS_PER_KIND of a log, a mark
+  stands for a run of consecutive compactions and counts them;
 * a maintenance run that started;
 * the newest state snapshot of each store partition, from the last full pass (version V is the
   state after batch V - 1);
@@ -19,14 +20,14 @@ Each kind is read with a few indexed queries, and at most MAX_MARKS_PER_KIND of 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Max
 
 from dashboards.models import BatchProgress, Checkpoint, MetadataLog, QueryRun
-from dashboards.query_page.runtime_charts import RuntimeMark
+from dashboards.query_page.mark_lane import RuntimeMark
 from workers.checkpoint.compactible import is_compaction_batch
 from workers.checkpoint.layout import COMMITS_DIR, OFFSETS_DIR, parse_batch_id
 
@@ -68,6 +69,8 @@ class BatchEvent:
     kind: str
     text: str
     link: str | None = None
+    count: int = 1  # above 1: that many events, from batch_id to last_batch_id
+    last_batch_id: int | None = None
 
 
 def runtime_marks(checkpoint: Checkpoint, window: Window) -> list[RuntimeMark]:
@@ -76,9 +79,23 @@ def runtime_marks(checkpoint: Checkpoint, window: Window) -> list[RuntimeMark]:
     marks = [_restart_mark(start) for start in starts] + conf_change_marks(checkpoint, starts)
     finding_marks, finding_events = _finding_marks(checkpoint, window)
     events = [*compaction_events(checkpoint, window), *snapshot_events(checkpoint, window), *finding_events]
-    times = batch_times(checkpoint, [event.batch_id for event in events])
-    marks += [RuntimeMark(e.kind, times[e.batch_id], e.text, e.batch_id, e.link) for e in events if e.batch_id in times]
+    times = batch_times(checkpoint, [b for e in events for b in (e.batch_id, e.last_batch_id) if b is not None])
+    marks += [_event_mark(event, times) for event in events if event.batch_id in times]
     return marks + finding_marks + maintenance_marks(checkpoint, window)
+
+
+def _event_mark(event: BatchEvent, times: Mapping[int, int]) -> RuntimeMark:
+    last_time = None if event.last_batch_id is None else times.get(event.last_batch_id)
+    return RuntimeMark(
+        event.kind,
+        times[event.batch_id],
+        event.text,
+        event.batch_id,
+        event.link,
+        count=event.count,
+        last_time_ms=last_time,
+        last_batch_id=event.last_batch_id,
+    )
 
 
 def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
@@ -150,8 +167,7 @@ def describe_conf_change(old: Mapping[str, str], new: Mapping[str, str]) -> str:
 
 
 def compaction_events(checkpoint: Checkpoint, window: Window) -> list[BatchEvent]:
-    """Each log compaction in the window; none of a log with more than MAX_MARKS_PER_KIND there
-    (the page asks for a narrower batch range to see them)."""
+    """Each log compaction in the window; past MAX_MARKS_PER_KIND of a log, runs of them, counted."""
     found = []
     for log in checkpoint.metadata_logs.all():
         if log.kind == MetadataLog.Kind.SINK:
@@ -167,11 +183,27 @@ def _sink_compactions(log: MetadataLog, window: Window) -> list[BatchEvent]:
     interval = log.compact_interval
     first = window.first_batch + (interval - 1 - window.first_batch) % interval
     batches = range(first, window.last_batch + 1, interval)
-    if len(batches) > MAX_MARKS_PER_KIND:
-        return []
+    return _compactions(
+        batches, lambda batch: f"file sink log compaction: _spark_metadata/{batch}.compact", "file sink log compactions"
+    )
+
+
+def _compactions(batches: Sequence[int], describe: Callable[[int], str], plural: str) -> list[BatchEvent]:
+    """An event per compaction batch, or past MAX_MARKS_PER_KIND, one per run of consecutive ones
+    (at most MAX_MARKS_PER_KIND runs), counted: never a silent gap."""
+    if len(batches) <= MAX_MARKS_PER_KIND:
+        return [BatchEvent(batch, "compaction", describe(batch)) for batch in batches]
+    size = -(-len(batches) // MAX_MARKS_PER_KIND)
+    runs = [batches[start : start + size] for start in range(0, len(batches), size)]
     return [
-        BatchEvent(batch, "compaction", f"file sink log compaction: _spark_metadata/{batch}.compact")
-        for batch in batches
+        BatchEvent(
+            run[0],
+            "compaction",
+            f"{len(run):,} {plural}, batches {run[0]} to {run[-1]}",
+            count=len(run),
+            last_batch_id=run[-1],
+        )
+        for run in runs
     ]
 
 
@@ -185,7 +217,7 @@ def _source_compactions(checkpoint: Checkpoint, log: MetadataLog, window: Window
     offsets = checkpoint.batches.filter(batch_id__gte=window.first_batch - 1, batch_id__lte=window.last_batch).order_by(
         "batch_id"
     )
-    found, previous = [], None
+    found, previous = {}, None
     for batch_id, sources in offsets.values_list("batch_id", "sources"):
         offset = _log_offset(sources, index)
         if (
@@ -194,11 +226,13 @@ def _source_compactions(checkpoint: Checkpoint, log: MetadataLog, window: Window
             and batch_id >= window.first_batch
             and is_compaction_batch(offset, log.compact_interval)
         ):
-            found.append(
-                BatchEvent(batch_id, "compaction", f"file source {index} log compaction: {log.path}/{offset}.compact")
-            )
+            found[batch_id] = offset
         previous = offset
-    return found if len(found) <= MAX_MARKS_PER_KIND else []
+    return _compactions(
+        list(found),
+        lambda batch: f"file source {index} log compaction: {log.path}/{found[batch]}.compact",
+        f"file source {index} log compactions",
+    )
 
 
 def _log_offset(sources: list, index: int) -> int | None:

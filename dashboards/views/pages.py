@@ -126,11 +126,18 @@ def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespon
     def build() -> str:
         series = timeline_series(checkpoint, batch_range)
         return batch_timeline_figure(
-            series.points, sink_compact_interval=interval, bucket_width=series.bucket_width
+            series.points,
+            sink_compact_interval=interval,
+            bucket_width=series.bucket_width,
+            has_untimed_batches=not series.points and _batches_in(checkpoint, batch_range).untimed().exists(),
         ).to_json()
 
     body = cached_text("timeline-chart", (*timeline_version(checkpoint), batch_range.as_query(), interval), build)
     return HttpResponse(body, content_type="application/json")
+
+
+def _batches_in(checkpoint: Checkpoint, batch_range: BatchRange):
+    return checkpoint.batches.filter(**batch_range.lookups("batch_id"))
 
 
 @login_required
@@ -138,7 +145,8 @@ def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) ->
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
     sizes = _compact_sizes(log)
-    figure = compact_size_figure(sizes, _outlook(log, sizes, _trigger_seconds(checkpoint)))
+    outlook = _outlook(log, sizes, _trigger_seconds(checkpoint))
+    figure = compact_size_figure(sizes, outlook, compact_interval=log.compact_interval)
     return HttpResponse(figure.to_json(), content_type="application/json")
 
 

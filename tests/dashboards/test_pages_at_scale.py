@@ -124,7 +124,9 @@ def test_the_long_timeline_is_downsampled_and_keeps_the_slow_batch_and_the_uncom
     committed, uncommitted, interval, _ = figure["data"]
     assert "Downsampled" in figure["layout"]["title"]["text"]
     assert all(len(trace["x"]) <= MAX_POINTS_PER_SERIES for trace in figure["data"])
-    assert max(interval["y"]) == 3_600.0 and min(interval["y"]) == 1.0
+    # An hour-long gap among 1-second ones: the axis reads in minutes.
+    assert _interval_title(figure) == "Interval since the previous batch (min)"
+    assert max(interval["y"]) == 60.0 and min(interval["y"]) == pytest.approx(1 / 60)
     assert uncommitted["y"] == [MIDDLE_UNCOMMITTED, 4_999]
     # The first batch is an end; the last committed one's bucket is drawn (its lowest batch id).
     width = int(re.search(r"every ([\d,]+) batches", figure["layout"]["title"]["text"]).group(1).replace(",", ""))
@@ -156,7 +158,13 @@ def test_a_narrow_batch_range_shows_every_batch_of_it(viewer_client, long_histor
     committed, uncommitted, interval, _ = figure["data"]
     assert "title" not in figure["layout"] or "text" not in figure["layout"]["title"]
     assert committed["y"] == list(range(2_990, 3_011)) and uncommitted["y"] == []
-    assert interval["y"] == [3_600.0 if b == SLOW_BATCH else 1.0 for b in range(2_991, 3_011)]
+    assert _interval_title(figure) == "Interval since the previous batch (min)"
+    assert interval["y"] == pytest.approx([60.0 if b == SLOW_BATCH else 1 / 60 for b in range(2_991, 3_011)])
+    assert interval["customdata"] == list(range(2_991, 3_011))
+
+
+def _interval_title(figure: dict) -> str:
+    return next(a["text"] for a in figure["layout"]["annotations"] if a["text"].startswith("Interval"))
 
 
 def test_the_long_state_charts_keep_the_row_spike_and_the_cache_dip(viewer_client, long_history):

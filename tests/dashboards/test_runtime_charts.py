@@ -28,6 +28,13 @@ from dashboards.query_page.runtime_marks import describe_conf_change
 from dashboards.query_page.runtime_series import RUNTIME_MAX_POINTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from progress_history import (
+    RATE_SPIKE_BATCH,
+    ROWS_SPIKE_BATCH,
+    SLOW_BATCH,
+    START_MS,
+    fill_progress_history,
+)
 from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
@@ -119,7 +126,7 @@ def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
         "watermark-gap": "d",
         "state-rows": "rows",
         "state-changes": "rows",
-        "state-memory": "bytes",
+        "state-memory": "KB",  # Spark reported up to 4,608 bytes
         "state-cache": "hit ratio",
     }
     assert {
@@ -402,56 +409,9 @@ def test_marks_outside_the_batch_range_are_left_out(viewer_client, dedup):
 
 # --- long histories ---------------------------------------------------------------------------
 
-START_MS = 1_700_000_000_000
-RATE_SPIKE_BATCH, SLOW_BATCH, ROWS_SPIKE_BATCH = 1_234, 2_345, 3_456
-
-
-def _fill(batches: int, *, name: str) -> Checkpoint:
-    """``batches`` batches of progress, one operator each, with a spike of each kind and two runs."""
-    query = StreamingQuery.objects.create(query_id=uuid.uuid5(uuid.NAMESPACE_DNS, name))
-    checkpoint = make_checkpoint(name=name, url=f"/nowhere/{name}", query=query)
-    Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=batches - 1)
-    rows = BatchProgress.objects.bulk_create(
-        (
-            BatchProgress(
-                query=query,
-                batch_id=b,
-                timestamp=datetime.fromtimestamp((START_MS + b * 1000) / 1000, tz=UTC),
-                origin="listener",
-                input_rows_per_second=10_000.0 if b == RATE_SPIKE_BATCH else 10.0,
-                processed_rows_per_second=20.0,
-                num_input_rows=10,
-                batch_duration_ms=90_000 if b == SLOW_BATCH else 500,
-                duration_ms={"addBatch": 400, "walCommit": 100},
-                watermark=datetime.fromtimestamp((START_MS + b * 1000 - 5_000) / 1000, tz=UTC),
-            )
-            for b in range(batches)
-        ),
-        batch_size=1_000,
-    )
-    StateOperatorMetrics.objects.bulk_create(
-        (
-            StateOperatorMetrics(
-                progress=p,
-                operator_index=0,
-                operator_name="dedupe",
-                num_rows_total=10**9 if p.batch_id == ROWS_SPIKE_BATCH else 5,
-                num_rows_updated=1,
-                num_rows_removed=0,
-                num_rows_dropped_by_watermark=0,
-                memory_used_bytes=1_000,
-                custom_metrics={"loadedMapCacheHitCount": 9, "loadedMapCacheMissCount": 1},
-            )
-            for p in rows
-        ),
-        batch_size=1_000,
-    )
-    checkpoint.refresh_from_db()
-    return checkpoint
-
 
 def test_a_long_history_is_downsampled_and_keeps_every_spike(viewer_client):
-    checkpoint = _fill(6_000, name="long")
+    checkpoint = fill_progress_history(6_000, name="long")
 
     figures = _figures(viewer_client, checkpoint)
 
@@ -477,7 +437,7 @@ def test_a_long_history_is_downsampled_and_keeps_every_spike(viewer_client):
 def test_the_runtime_charts_make_as_many_queries_at_8000_batches_as_at_2000(
     viewer_client, django_assert_max_num_queries
 ):
-    short, long = _fill(2_000, name="short"), _fill(8_000, name="long")
+    short, long = fill_progress_history(2_000, name="short"), fill_progress_history(8_000, name="long")
     for checkpoint in (short, long):
         MaintenanceRun.objects.create(
             checkpoint=checkpoint, action="purge", status="succeeded", started_at=timezone.now()
@@ -586,3 +546,51 @@ def test_a_query_with_more_stateful_operators_than_colours_has_every_one_drawn_a
 
     assert sorted(trace["y"][0] for trace in traces) == list(range(operators))
     assert len({(trace["line"]["color"], trace["line"]["dash"]) for trace in traces}) == operators
+
+
+def test_every_runtime_hover_names_its_batch(viewer_client, dedup):
+    figures = _figures(viewer_client, dedup)
+
+    for part, figure in figures.items():
+        for trace in figure["data"]:
+            if trace.get("yaxis") != "y2":
+                assert "batch %{customdata}" in trace["hovertemplate"], (part, trace["name"])
+    phase = next(trace for trace in figures["phases"]["data"] if trace["name"] == "addBatch")
+    assert phase["customdata"] == [p["batchId"] for p in _report("file_source_dedup")]
+
+
+def test_state_memory_is_drawn_in_kb_and_hovered_as_people_write_sizes(viewer_client, dedup):
+    reported = {p["batchId"]: p["stateOperators"][0]["memoryUsedBytes"] for p in _report("file_source_dedup")}
+    largest = max(reported, key=reported.get)
+
+    memory = next(t for t in _figures(viewer_client, dedup)["state-memory"]["data"] if t.get("yaxis") != "y2")
+
+    assert reported[largest] == 4_608
+    assert dict(zip(memory["customdata"], memory["text"], strict=True))[largest] == "4.5 KB"
+    assert memory["hovertemplate"] == "%{text} · batch %{customdata}<extra>0: dedupe</extra>"
+
+
+def test_counts_are_ticked_in_whole_numbers_from_zero(viewer_client, dedup):
+    figures = _figures(viewer_client, dedup)
+
+    for part in ("input-rows", "state-rows", "state-changes"):
+        yaxis = figures[part]["layout"]["yaxis"]
+        assert (yaxis["tickformat"], yaxis["rangemode"]) == (",d", "tozero"), part
+
+
+def test_a_thousand_sink_compactions_in_view_are_marked_in_counted_bands_that_add_up(viewer_client):
+    checkpoint = fill_progress_history(6_000, name="compacting")
+    MetadataLog.objects.create(
+        checkpoint=checkpoint, path="/out/_spark_metadata", kind=MetadataLog.Kind.SINK, compact_interval=6
+    )
+
+    figures = _figures(viewer_client, checkpoint)
+
+    for figure in figures.values():
+        lane = marks_of(figure)["log compaction"]
+        counts = [int(hover.split(" ")[0].replace(",", "")) for _, hover, _ in lane]
+        assert sum(counts) == 1_000 and len(lane) <= 24  # batches 5, 11, ... 5999: (batch + 1) % 6 == 0
+        assert lane[0][1].startswith(f"{counts[0]} log compactions from batch 5 to ")
+        assert lane[-1][1].endswith(" to 5999: click to show these batches, or zoom in")
+        assert lane[0][2] == f"?from=5&to={6 * counts[0] - 1}#runtime"
+        assert len(figure["layout"]["shapes"]) == len(lane)

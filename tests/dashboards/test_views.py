@@ -71,7 +71,9 @@ def test_timeline_chart_plots_committed_and_uncommitted_batches_at_their_start_t
     committed, uncommitted, interval, watermark = figure["data"]
     assert committed["y"] == [0, 1, 2] and uncommitted["y"] == [4]
     assert committed["x"][0].startswith("2018-07-11T06:53:49.003")
-    assert interval["y"][0] == pytest.approx(1.002)
+    assert interval["y"][0] == pytest.approx(1_002)  # ms: no interval reaches 10 s
+    assert interval["customdata"][0] == 1
+    assert "Interval since the previous batch (ms)" in [a["text"] for a in figure["layout"]["annotations"]]
     assert watermark["y"] and watermark["y"][0].startswith("1970-01-01T00:00:05")  # batchWatermarkMs 5000
     assert len(watermark["y"]) == 3  # batch 0 has no watermark yet
 

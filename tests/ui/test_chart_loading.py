@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from dashboards.models import BatchProgress
-from factories import make_checkpoint
-from fixture_paths import OUR_FIXTURES
 from ui_helpers import SCREENSHOT_DIR, log_in
-from workers.checkpoint.progress import progress_from_dict
-from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-DEDUP = OUR_FIXTURES / "file_source_dedup"
 CHART_BOXES = """() => Object.fromEntries([...document.querySelectorAll('.chart')].map(el => [el.id, {
     height: el.getBoundingClientRect().height,
     placeholder: getComputedStyle(el, '::before').content,
     rendered: el.dataset.rendered || null,
 }]))"""
-
-
-@pytest.fixture
-def dedup_checkpoint(copy_checkpoint):
-    """A Spark-written file-source query with its progress: every kind of chart has data."""
-    base = copy_checkpoint(DEDUP)
-    checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
-    sync_checkpoint(checkpoint.pk)
-    for progress in json.loads((base / "spark-report.json").read_text())["progress"]:
-        BatchProgress.objects.store(progress_from_dict(progress, source="spark-report.json"), origin="listener")
-    return checkpoint
 
 
 def test_the_query_page_is_shown_with_chart_placeholders_while_plotly_is_loading_and_nothing_moves_when_drawn(
