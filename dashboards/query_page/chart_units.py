@@ -32,14 +32,6 @@ class SizeUnit:
 SIZE_UNITS = tuple(SizeUnit(name, BYTES_PER_KB**power) for power, name in enumerate(("B", "KB", "MB", "GB", "TB")))
 
 
-def format_bytes(size_bytes: float) -> str:
-    """``size_bytes`` in the unit it reaches: "512 B", "4.2 KB", "1.5 GB"."""
-    unit = SizeUnit.for_largest(size_bytes)
-    if unit.bytes == 1:
-        return f"{size_bytes:,.0f} B"
-    return f"{size_bytes / unit.bytes:,.1f} {unit.name}"
-
-
 def count_axis(values: Iterable[float | None]) -> dict:
     """Plotly axis properties for counts: whole-number ticks, from zero (a range around a constant
     count would be ticked in halves, each written as a whole number twice)."""

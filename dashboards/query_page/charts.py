@@ -10,10 +10,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.models import ms_to_datetime
-from dashboards.query_page.chart_units import SizeUnit, count_axis, format_bytes, series_line, whole_number_ticks
+from dashboards.query_page.chart_units import SizeUnit, count_axis, series_line, whole_number_ticks
 from dashboards.query_page.compaction import CompactionOutlook
 from dashboards.query_page.runtime_charts import MILLISECONDS, WATERMARK_GAP_UNITS, DurationUnit, sentence_figure
 from workers.checkpoint.compactible import is_compaction_batch
+from workers.checkpoint.wording import format_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +215,7 @@ def compact_size_figure(
         go.Scatter(
             x=[b for b, _ in sizes],
             y=[s / unit.bytes for _, s in sizes],
-            text=[format_bytes(s) for _, s in sizes],
+            text=[format_size(s) for _, s in sizes],
             mode="lines+markers",
             name="compact file size",
             line={"color": "#2b7bb9"},
@@ -254,7 +255,7 @@ def _add_projection(
         go.Scatter(
             x=list(xs),
             y=[y / unit.bytes for y in ys],
-            text=[format_bytes(y) for y in ys],
+            text=[format_size(y) for y in ys],
             mode="lines",
             name="trend",
             line={"dash": "dot", "color": "#888"},
@@ -265,7 +266,7 @@ def _add_projection(
         figure.add_hline(
             y=outlook.threshold_bytes / unit.bytes,
             line={"color": "#d9534f", "dash": "dash"},
-            annotation_text=f"{format_bytes(outlook.threshold_bytes)}: a compaction would outlast the trigger interval",
+            annotation_text=f"{format_size(outlook.threshold_bytes)}: a compaction would outlast the trigger interval",
         )
 
 
@@ -310,7 +311,7 @@ def _inventory_traces(
     common = {"x": times, "mode": "lines+markers", "name": path, "legendgroup": path, "line": line}
     size = go.Scatter(
         y=[p.size_bytes / unit.bytes for p in series],
-        text=[format_bytes(p.size_bytes) for p in series],
+        text=[format_size(p.size_bytes) for p in series],
         hovertemplate=f"{path}: %{{text}}<extra></extra>",
         **common,
     )
@@ -399,7 +400,7 @@ def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[
 
 
 def _heatmap_value(value: int, unit: str) -> str:
-    return format_bytes(value) if unit == "bytes" else f"{value:,}"
+    return format_size(value) if unit == "bytes" else f"{value:,}"
 
 
 def _unit_after(unit: str) -> str:
@@ -414,7 +415,7 @@ def _colorbar(unit: str, zmax: int) -> dict:
         "title": {"text": "size" if unit == "bytes" else unit, "side": "right"},
         "thickness": 10,
         "tickvals": ticks,
-        "ticktext": [format_bytes(tick) if unit == "bytes" else f"{tick:,}" for tick in ticks],
+        "ticktext": [format_size(tick) if unit == "bytes" else f"{tick:,}" for tick in ticks],
     }
 
 

@@ -25,8 +25,9 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dashboards.query_page.chart_units import SERIES_DASHES, SizeUnit, count_axis, format_bytes, series_line
+from dashboards.query_page.chart_units import SERIES_DASHES, SizeUnit, count_axis, series_line
 from dashboards.query_page.mark_lane import MarkDecorations, RuntimeMark, add_lane, mark_decorations
+from workers.checkpoint.wording import format_size
 
 Figure = dict  # {"data": [trace, ...], "layout": {...}}, as Plotly.react takes them
 
@@ -258,7 +259,7 @@ def _state_memory_figure(series, operators: Sequence[OperatorPoint]) -> Figure:
         series, lambda p: None if p.memory_used_bytes is None else p.memory_used_bytes / unit.bytes, unit.name, ""
     )
     for trace in figure["data"]:
-        trace["text"] = [format_bytes(y * unit.bytes) for y in trace["y"]]
+        trace["text"] = [format_size(y * unit.bytes) for y in trace["y"]]
         trace["hovertemplate"] = f"%{{text}} · batch %{{customdata}}<extra>{trace['name']}</extra>"
     return figure
 

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import plotly.graph_objects as go
 
-from dashboards.query_page.chart_units import format_bytes
 from dashboards.query_page.charts import (
     InventoryPoint,
     PartitionPoint,
@@ -18,6 +17,7 @@ from dashboards.query_page.charts import (
     inventory_growth_figure,
     state_heatmap_figure,
 )
+from workers.checkpoint.wording import format_size
 
 START_MS = 1_700_000_000_000
 # The directories of a stateful query's checkpoint with a file sink, as an inventory names them.
@@ -132,7 +132,7 @@ def test_compact_file_sizes_are_drawn_in_kb_and_hovered_as_people_write_them():
 
 
 def test_sizes_read_in_the_unit_they_reach():
-    assert [format_bytes(size) for size in (0, 512, 1_023, 1_024, 4_288, 5 * 1_024**2, 1_536 * 1_024**2)] == [
+    assert [format_size(size) for size in (0, 512, 1_023, 1_024, 4_288, 5 * 1_024**2, 1_536 * 1_024**2)] == [
         "0 B",
         "512 B",
         "1,023 B",
