@@ -20,6 +20,7 @@ from dashboards.models import (
     Finding,
     MaintenanceRun,
     MetadataLog,
+    SourceLagMetrics,
     StateOperatorMetrics,
     StreamingQuery,
 )
@@ -106,7 +107,53 @@ def test_a_rocksdb_query_says_why_it_has_no_cache_hit_ratio(viewer_client, copy_
     assert max(len(line) for line in cache["layout"]["annotations"][0]["text"].split("<br>")) <= 44  # fits a phone
 
 
+def _with_kafka_source(progress: list[dict]) -> list[dict]:
+    """Spark's reports with their source swapped for a Kafka one, shaped as Spark writes it
+    (KafkaSourceOffset JSON, KafkaMicroBatchStream.metrics): batch k ends at 100k and 50k in
+    partitions 0 and 1 of "orders", whose heads are 10k and 5k further, so 15k offsets behind."""
+
+    def kafka(k: int) -> dict:
+        return {
+            "description": "KafkaV2[Subscribe[orders]]",
+            "startOffset": {"orders": {"1": 50 * k - 50, "0": 100 * k - 100}} if k else None,
+            "endOffset": {"orders": {"1": 50 * k, "0": 100 * k}},
+            "latestOffset": {"orders": {"1": 55 * k, "0": 110 * k}},
+            "numInputRows": 0,
+            "metrics": {
+                "avgOffsetsBehindLatest": repr(7.5 * k),
+                "maxOffsetsBehindLatest": str(10 * k),
+                "minOffsetsBehindLatest": str(5 * k),
+            },
+        }
+
+    return [{**p, "sources": [kafka(p["batchId"])]} for p in progress]
+
+
+def test_the_lag_chart_draws_each_source_behind_its_head_at_every_batch(viewer_client, dedup):
+    progress = _with_kafka_source(_report("file_source_dedup"))
+    _store(progress)
+
+    lag = _figures(viewer_client, dedup)["behind-head"]
+
+    go.Figure(lag)
+    (line,) = [trace for trace in lag["data"] if trace.get("yaxis") != "y2"]
+    assert line["name"] == "0: KafkaV2[Subscribe[orders]]"
+    assert line["x"] == [epoch_ms(p["timestamp"]) for p in progress]
+    assert line["y"] == [15 * p["batchId"] for p in progress]
+    assert line["customdata"] == [p["batchId"] for p in progress]
+    assert lag["layout"]["yaxis"]["title"]["text"] == "offsets"
+
+
+def test_a_query_whose_sources_report_no_lag_says_so_instead_of_a_lag_chart(viewer_client, dedup):
+    lag = _figures(viewer_client, dedup)["behind-head"]
+
+    assert [trace for trace in lag["data"] if trace.get("yaxis") != "y2"] == []
+    assert lag["layout"]["meta"]["sentence"].startswith("No source reported how far it is behind its head")
+    assert max(len(line) for line in lag["layout"]["annotations"][0]["text"].split("<br>")) <= 44
+
+
 def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
+    _store(_with_kafka_source(_report("file_source_dedup")))
     figures = _figures(viewer_client, dedup)
 
     units = {part: figure["layout"]["yaxis"]["title"]["text"] for part, figure in figures.items()}
@@ -117,6 +164,7 @@ def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
         "batch-duration": "ms",
         "phases": "ms",
         "watermark-gap": "d",
+        "behind-head": "offsets",
         "state-rows": "rows",
         "state-changes": "rows",
         "state-memory": "bytes",
@@ -227,6 +275,7 @@ def test_file_sink_compactions_are_marked_on_every_chart_at_the_batch_spark_comp
         int(p.name.removesuffix(".compact")) for p in (DEDUP / "output" / "_spark_metadata").glob("*.compact")
     )
     interval = dedup.metadata_logs.get(kind=MetadataLog.Kind.SINK).compact_interval
+    _store(_with_kafka_source(_report("file_source_dedup")))  # the lag chart drawn too, not a sentence
 
     figures = _figures(viewer_client, dedup)
 
@@ -403,7 +452,7 @@ def test_marks_outside_the_batch_range_are_left_out(viewer_client, dedup):
 # --- long histories ---------------------------------------------------------------------------
 
 START_MS = 1_700_000_000_000
-RATE_SPIKE_BATCH, SLOW_BATCH, ROWS_SPIKE_BATCH = 1_234, 2_345, 3_456
+RATE_SPIKE_BATCH, SLOW_BATCH, ROWS_SPIKE_BATCH, LAG_SPIKE_BATCH = 1_234, 2_345, 3_456, 4_567
 
 
 def _fill(batches: int, *, name: str) -> Checkpoint:
@@ -446,6 +495,19 @@ def _fill(batches: int, *, name: str) -> Checkpoint:
         ),
         batch_size=1_000,
     )
+    SourceLagMetrics.objects.bulk_create(
+        (
+            SourceLagMetrics(
+                progress=p,
+                source_index=0,
+                description="KafkaV2[Subscribe[orders]]",
+                offsets_behind=70_000 if p.batch_id == LAG_SPIKE_BATCH else 7,
+                basis="kafka-metrics",
+            )
+            for p in rows
+        ),
+        batch_size=1_000,
+    )
     checkpoint.refresh_from_db()
     return checkpoint
 
@@ -459,12 +521,14 @@ def test_a_long_history_is_downsampled_and_keeps_every_spike(viewer_client):
         return next(trace for trace in figures[part]["data"] if trace["name"] == name)
 
     assert all(len(trace["x"]) <= RUNTIME_MAX_POINTS for figure in figures.values() for trace in figure["data"])
-    rate, duration, rows = (
+    rate, duration, rows, lag = (
         line("rates", "input rate"),
         line("batch-duration", "batch duration"),
         line("state-rows", "0: dedupe"),
+        line("behind-head", "0: KafkaV2[Subscribe[orders]]"),
     )
     assert rate["customdata"][rate["y"].index(10_000.0)] == RATE_SPIKE_BATCH
+    assert lag["customdata"][lag["y"].index(70_000)] == LAG_SPIKE_BATCH
     assert duration["customdata"][duration["y"].index(90.0)] == SLOW_BATCH  # drawn in seconds
     assert rows["customdata"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
     assert all(
