@@ -29,6 +29,7 @@ from dashboards.query_page.runtime_marks import describe_conf_change
 from dashboards.query_page.runtime_series import RUNTIME_MAX_POINTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from kafka_progress import BEHIND_PER_BATCH, with_kafka_source
 from runtime_expectations import assert_drawn_as_reported, epoch_ms, marks_of
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
@@ -107,30 +108,8 @@ def test_a_rocksdb_query_says_why_it_has_no_cache_hit_ratio(viewer_client, copy_
     assert max(len(line) for line in cache["layout"]["annotations"][0]["text"].split("<br>")) <= 44  # fits a phone
 
 
-def _with_kafka_source(progress: list[dict]) -> list[dict]:
-    """Spark's reports with their source swapped for a Kafka one, shaped as Spark writes it
-    (KafkaSourceOffset JSON, KafkaMicroBatchStream.metrics): batch k ends at 100k and 50k in
-    partitions 0 and 1 of "orders", whose heads are 10k and 5k further, so 15k offsets behind."""
-
-    def kafka(k: int) -> dict:
-        return {
-            "description": "KafkaV2[Subscribe[orders]]",
-            "startOffset": {"orders": {"1": 50 * k - 50, "0": 100 * k - 100}} if k else None,
-            "endOffset": {"orders": {"1": 50 * k, "0": 100 * k}},
-            "latestOffset": {"orders": {"1": 55 * k, "0": 110 * k}},
-            "numInputRows": 0,
-            "metrics": {
-                "avgOffsetsBehindLatest": repr(7.5 * k),
-                "maxOffsetsBehindLatest": str(10 * k),
-                "minOffsetsBehindLatest": str(5 * k),
-            },
-        }
-
-    return [{**p, "sources": [kafka(p["batchId"])]} for p in progress]
-
-
 def test_the_lag_chart_draws_each_source_behind_its_head_at_every_batch(viewer_client, dedup):
-    progress = _with_kafka_source(_report("file_source_dedup"))
+    progress = with_kafka_source(_report("file_source_dedup"))
     _store(progress)
 
     lag = _figures(viewer_client, dedup)["behind-head"]
@@ -139,7 +118,7 @@ def test_the_lag_chart_draws_each_source_behind_its_head_at_every_batch(viewer_c
     (line,) = [trace for trace in lag["data"] if trace.get("yaxis") != "y2"]
     assert line["name"] == "0: KafkaV2[Subscribe[orders]]"
     assert line["x"] == [epoch_ms(p["timestamp"]) for p in progress]
-    assert line["y"] == [15 * p["batchId"] for p in progress]
+    assert line["y"] == [BEHIND_PER_BATCH * p["batchId"] for p in progress]
     assert line["customdata"] == [p["batchId"] for p in progress]
     assert lag["layout"]["yaxis"]["title"]["text"] == "offsets"
 
@@ -153,7 +132,7 @@ def test_a_query_whose_sources_report_no_lag_says_so_instead_of_a_lag_chart(view
 
 
 def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
-    _store(_with_kafka_source(_report("file_source_dedup")))
+    _store(with_kafka_source(_report("file_source_dedup")))
     figures = _figures(viewer_client, dedup)
 
     units = {part: figure["layout"]["yaxis"]["title"]["text"] for part, figure in figures.items()}
@@ -275,7 +254,7 @@ def test_file_sink_compactions_are_marked_on_every_chart_at_the_batch_spark_comp
         int(p.name.removesuffix(".compact")) for p in (DEDUP / "output" / "_spark_metadata").glob("*.compact")
     )
     interval = dedup.metadata_logs.get(kind=MetadataLog.Kind.SINK).compact_interval
-    _store(_with_kafka_source(_report("file_source_dedup")))  # the lag chart drawn too, not a sentence
+    _store(with_kafka_source(_report("file_source_dedup")))  # the lag chart drawn too, not a sentence
 
     figures = _figures(viewer_client, dedup)
 
