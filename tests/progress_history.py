@@ -1,20 +1,21 @@
 """A long query history written straight to the database: progress of every batch, one stateful
-operator each, with a spike of each kind (the Runtime charts must keep them when downsampled)."""
+operator and one Kafka-like source each, with a spike of each kind (the Runtime charts must keep
+them when downsampled)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
 
-from dashboards.models import BatchProgress, Checkpoint, StateOperatorMetrics, StreamingQuery
+from dashboards.models import BatchProgress, Checkpoint, SourceLagMetrics, StateOperatorMetrics, StreamingQuery
 from factories import make_checkpoint
 
 START_MS = 1_700_000_000_000
-RATE_SPIKE_BATCH, SLOW_BATCH, ROWS_SPIKE_BATCH = 1_234, 2_345, 3_456
+RATE_SPIKE_BATCH, SLOW_BATCH, ROWS_SPIKE_BATCH, LAG_SPIKE_BATCH = 1_234, 2_345, 3_456, 4_567
 
 
 def fill_progress_history(batches: int, *, name: str) -> Checkpoint:
-    """``batches`` batches of progress, one operator each, with a spike of each kind and two runs."""
+    """``batches`` batches of progress, one operator and one source each, with a spike of each kind and two runs."""
     query = StreamingQuery.objects.create(query_id=uuid.uuid5(uuid.NAMESPACE_DNS, name))
     checkpoint = make_checkpoint(name=name, url=f"/nowhere/{name}", query=query)
     Checkpoint.objects.filter(pk=checkpoint.pk).update(latest_batch_id=batches - 1)
@@ -48,6 +49,19 @@ def fill_progress_history(batches: int, *, name: str) -> Checkpoint:
                 num_rows_dropped_by_watermark=0,
                 memory_used_bytes=1_000,
                 custom_metrics={"loadedMapCacheHitCount": 9, "loadedMapCacheMissCount": 1},
+            )
+            for p in rows
+        ),
+        batch_size=1_000,
+    )
+    SourceLagMetrics.objects.bulk_create(
+        (
+            SourceLagMetrics(
+                progress=p,
+                source_index=0,
+                description="KafkaV2[Subscribe[orders]]",
+                offsets_behind=70_000 if p.batch_id == LAG_SPIKE_BATCH else 7,
+                basis="kafka-metrics",
             )
             for p in rows
         ),

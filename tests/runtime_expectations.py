@@ -64,11 +64,19 @@ def expected_runtime_series(progress: list[dict]) -> dict[str, dict[str, Line]]:
         "batch-duration": {"batch duration": _line(progress, lambda p: p["batchDuration"])},
         "phases": {phase: _line(progress, lambda p, phase=phase: p["durationMs"].get(phase, 0)) for phase in phases},
         "watermark-gap": {"watermark gap": _line(progress, _gap_seconds)},
+        "behind-head": _expected_lag_series(progress),
     }
     operators = len(progress[-1]["stateOperators"])
     if operators:
         series.update(_expected_state_series(progress, operators))
     return series
+
+
+def _expected_lag_series(progress: list[dict]) -> dict[str, Line]:
+    """No line: the sources of the recorded runs (rate, rate-per-micro-batch, file) report no head."""
+    heads = [source["latestOffset"] for p in progress for source in p["sources"] if source.get("latestOffset")]
+    assert heads == [], "a recorded source reported its latestOffset: expect its lag here"
+    return {}
 
 
 def _expected_state_series(progress: list[dict], operators: int) -> dict[str, dict[str, Line]]:

@@ -4,7 +4,8 @@ From the newest HISTORY_BATCHES batches (an index range of the unique (checkpoin
 the progress of those same batch ids: the usual gap between batches, the trigger interval the
 batches show (dashboards.health.query_status.learn_trigger_interval; kept from earlier syncs while the
 batches show none, e.g. while they run back to back), and over the newest RECENT_BATCHES with
-progress the median batch duration and the mean input and processed rates.
+progress the median batch duration, the mean input and processed rates, and the offsets behind
+the sources' heads at the newest and the oldest of them that report it.
 
 Progress is matched by query id and batch id up to the checkpoint's own latest batch, so a copy
 of a checkpoint (same query id, fewer batches) never takes the live query's newer figures.
@@ -26,6 +27,8 @@ FIGURE_FIELDS = (
     "recent_batch_duration_ms",
     "recent_input_rate",
     "recent_process_rate",
+    "recent_offsets_behind",
+    "earlier_offsets_behind",
     "status_figures_at",
 )
 
@@ -47,6 +50,7 @@ def refresh_status_figures(checkpoint: Checkpoint, now: datetime) -> None:
     with_input = [row for row in recent if row["num_input_rows"]]
     checkpoint.recent_input_rate = _mean(row["input_rows_per_second"] for row in with_input)
     checkpoint.recent_process_rate = _mean(row["processed_rows_per_second"] for row in with_input)
+    _set_lag_figures(checkpoint, recent)
     checkpoint.status_figures_at = now
     checkpoint.save(update_fields=list(FIGURE_FIELDS))
 
@@ -64,8 +68,21 @@ def _progress_of(checkpoint: Checkpoint, *, first_batch: int) -> list[dict]:
         query_id=checkpoint.query_id, batch_id__gte=first_batch, batch_id__lte=checkpoint.latest_batch_id
     ).order_by("batch_id")
     return list(
-        rows.values("batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second")
+        rows.values(
+            "batch_duration_ms",
+            "num_input_rows",
+            "input_rows_per_second",
+            "processed_rows_per_second",
+            "offsets_behind",
+        )
     )
+
+
+def _set_lag_figures(checkpoint: Checkpoint, recent: list[dict]) -> None:
+    """The offsets behind head at the newest and the oldest of the recent batches that report it."""
+    lags = [row["offsets_behind"] for row in recent if row["offsets_behind"] is not None]
+    checkpoint.recent_offsets_behind = lags[-1] if lags else None
+    checkpoint.earlier_offsets_behind = lags[0] if lags else None
 
 
 def _mean(values) -> float | None:

@@ -16,7 +16,11 @@ Thresholds come from the query's own history, never below a floor from settings:
 * a query is *stopped* when neither a batch nor progress came for the longer of
   ``HEALTH_STOPPED_AFTER_SECONDS`` and 3 usual gaps between batches;
 * a batch is *stalled* when it was planned (offsets/N) and not committed for the longer of
-  ``HEALTH_STALLED_AFTER_SECONDS`` and 10 usual batch durations.
+  ``HEALTH_STALLED_AFTER_SECONDS`` and 10 usual batch durations;
+* a query is *falling behind* when the offsets its sources report behind their head (Kafka's
+  metrics, latestOffset minus endOffset) grew by more than ``HEALTH_BEHIND_RATIO`` over the
+  recent batches; where no source reports them, when the input rate outran the process rate or
+  batches outlasted the trigger interval by that ratio, and the reason says which figures it used.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ STALLED_AFTER_DURATIONS = 10
 REGULAR_GAP_SPREAD = 0.1
 # A batch that ends this share of its gap or earlier left the query idle until the next trigger.
 KEPT_UP_SHARE = 0.8
+NO_LAG_REPORTED = "no source reports how far it is behind its head"
 
 
 class Severity(enum.StrEnum):
@@ -112,6 +117,8 @@ class StatusFacts:
     recent_batch_duration_seconds: float | None = None
     recent_input_rate: float | None = None
     recent_process_rate: float | None = None
+    recent_offsets_behind: int | None = None  # summed over the sources; None: no source reports its lag
+    earlier_offsets_behind: int | None = None
     last_heard_at: datetime | None = None
     last_heard_input_rows: int | None = None
 
@@ -232,19 +239,36 @@ def _stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
 def _falling_behind(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
     if _is_stopped(facts, now, thresholds):
         return None
+    if facts.recent_offsets_behind is not None:
+        return _lag_growing(facts, thresholds)
     rate_in, rate_out = facts.recent_input_rate, facts.recent_process_rate
     if rate_in and rate_out and rate_in > thresholds.behind_ratio * rate_out:
         return Condition(
             State.FALLING_BEHIND,
-            f"input {_rate(rate_in)} but processed {_rate(rate_out)} over the recent batches",
+            f"input {_rate(rate_in)} but processed {_rate(rate_out)} over the recent batches "
+            f"({NO_LAG_REPORTED}: judged by input rate against process rate)",
         )
     trigger, duration = facts.trigger_interval_seconds, facts.recent_batch_duration_seconds
     if trigger and duration and duration > thresholds.behind_ratio * trigger:
         return Condition(
             State.FALLING_BEHIND,
-            f"batches take {format_span(duration)} but the trigger interval is {format_span(trigger)}",
+            f"batches take {format_span(duration)} but the trigger interval is {format_span(trigger)} "
+            f"({NO_LAG_REPORTED}: judged by batch duration against the trigger interval)",
         )
     return None
+
+
+def _lag_growing(facts: StatusFacts, thresholds: Thresholds) -> Condition | None:
+    """Where the sources report how far they are behind their head, that alone says whether the
+    query keeps up: rates and durations only estimate it."""
+    recent, earlier = facts.recent_offsets_behind, facts.earlier_offsets_behind or 0
+    if recent <= 0 or recent <= thresholds.behind_ratio * earlier:
+        return None
+    return Condition(
+        State.FALLING_BEHIND,
+        f"the sources are {recent:,} offsets behind their head, up from {earlier:,} over the recent batches "
+        "(judged by the lag the sources report)",
+    )
 
 
 def _last_sign_of_life(facts: StatusFacts) -> datetime:

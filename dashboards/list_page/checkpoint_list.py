@@ -27,6 +27,7 @@ SORT_KEYS: dict[str, Callable] = {
     "latest_batch": lambda row: row.checkpoint["latest_batch_at"],
     "duration": lambda row: row.checkpoint["recent_batch_duration_ms"],
     "input_rate": lambda row: row.checkpoint["recent_input_rate"],
+    "behind_head": lambda row: row.checkpoint["recent_offsets_behind"],
     "state_size": lambda row: row.checkpoint["state_bytes"],
     "findings": lambda row: (
         (row.checkpoint["finding_error_count"], row.checkpoint["finding_warning_count"]) if row.has_findings else None

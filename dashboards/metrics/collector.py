@@ -4,7 +4,8 @@ Queries per scrape, whatever the number of batches, runs or partitions: 1 checkp
 correlated subqueries), 2 last sync runs, 3 sync totals, 4 newest progress, 5 its state
 operators, 6 state stores, 7 compactible logs, 8 inventory, 9 findings, 10 maintenance runs,
 11 beat, 12 event-log directories, 13 the health model's figures (status.py, the list's
-query). The broker is asked once, with a timeout. Nothing reads checkpoint storage.
+query), 14 the newest progress' source lags (lag.py). The broker is asked once, with a
+timeout. Nothing reads checkpoint storage.
 
 A family group is one function ``(rows, labels) -> Iterator[Metric]`` (or fewer arguments) with
 its own fixed queries, called from ``collect`` (maintenance.py is the smallest example).
@@ -19,6 +20,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from dashboards.metrics.checkpoints import checkpoint_families, checkpoint_labels, read_checkpoints
 from dashboards.metrics.health import finding_families, inventory_families, metadata_log_families, state_store_families
+from dashboards.metrics.lag import source_lag_families
 from dashboards.metrics.maintenance import maintenance_families
 from dashboards.metrics.progress import progress_families
 from dashboards.metrics.services import beat_families, broker_families, event_log_families
@@ -37,6 +39,7 @@ class CkptwebCollector(Collector):
         yield from status_families(labels)
         yield from sync_families(rows, labels)
         yield from progress_families(rows, labels, per_operator=per_operator)
+        yield from source_lag_families(rows, labels)
         yield from state_store_families(labels, per_operator=per_operator)
         yield from metadata_log_families(labels)
         yield from inventory_families(labels)

@@ -16,14 +16,22 @@ OPERATOR_LABELS = ("operator_index", "operator_name")
 
 
 def progress_families(rows: list[dict], labels: CheckpointLabels, *, per_operator: bool) -> Iterator:
-    # Progress belongs to a query: a checkpoint copied elsewhere keeps its query id, so two
-    # checkpoints may share one report.
+    checkpoints_of = checkpoints_by_report(rows)
+    yield from _batch_families(checkpoints_of, labels)
+    yield from _operator_families(checkpoints_of, labels, per_operator)
+
+
+def checkpoints_by_report(rows: list[dict]) -> dict[int, list[int]]:
+    """Newest BatchProgress pk -> the checkpoints whose newest report it is.
+
+    Progress belongs to a query: a checkpoint copied elsewhere keeps its query id, so two
+    checkpoints may share one report.
+    """
     checkpoints_of: dict[int, list[int]] = {}
     for row in rows:
         if row["progress_pk"]:
             checkpoints_of.setdefault(row["progress_pk"], []).append(row["pk"])
-    yield from _batch_families(checkpoints_of, labels)
-    yield from _operator_families(checkpoints_of, labels, per_operator)
+    return checkpoints_of
 
 
 def _batch_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabels) -> Iterator:

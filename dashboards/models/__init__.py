@@ -33,6 +33,7 @@ from dashboards.models.progress import (
     CACHE_MISSES,
     BatchProgress,
     EventLogDirectory,
+    SourceLagMetrics,
     StateOperatorMetrics,
     cache_hit_ratio,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "MaintenanceRun",
     "Batch",
     "BatchProgress",
+    "SourceLagMetrics",
     "Checkpoint",
     "CompactFile",
     "DirectoryInventory",

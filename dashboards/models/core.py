@@ -136,6 +136,8 @@ STATUS_FACT_FIELDS = (
     "recent_batch_duration_ms",
     "recent_input_rate",
     "recent_process_rate",
+    "recent_offsets_behind",
+    "earlier_offsets_behind",
     "last_heard_at",
     "last_heard_input_rows",
     "last_idle_at",
@@ -162,6 +164,8 @@ def status_facts_of(row: Mapping[str, Any]) -> StatusFacts:
         recent_batch_duration_seconds=_seconds(row["recent_batch_duration_ms"]),
         recent_input_rate=row["recent_input_rate"],
         recent_process_rate=row["recent_process_rate"],
+        recent_offsets_behind=row["recent_offsets_behind"],
+        earlier_offsets_behind=row["earlier_offsets_behind"],
         **_last_heard(row["last_heard_at"], row["last_heard_input_rows"], row["last_idle_at"]),
     )
 
@@ -388,6 +392,18 @@ class Checkpoint(models.Model):
     )
     recent_process_rate = models.FloatField(
         null=True, blank=True, editable=False, help_text="Mean processedRowsPerSecond of the latest batches."
+    )
+    recent_offsets_behind = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Offsets behind the sources' heads at the newest of the latest batches that report it.",
+    )
+    earlier_offsets_behind = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The same at the oldest of those batches: lag growing between the two is falling behind.",
     )
     status_figures_at = models.DateTimeField(null=True, blank=True, editable=False)
     state_rows = models.BigIntegerField(

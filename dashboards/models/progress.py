@@ -55,6 +55,7 @@ class BatchProgressManager(models.Manager):
         StateOperatorMetrics.objects.bulk_create(
             _operator_row(row, index, operator) for index, operator in enumerate(progress.state_operators)
         )
+        _store_source_lags(row, progress)
         return row, created
 
 
@@ -69,11 +70,17 @@ class BatchProgressQuerySet(models.QuerySet):
         return self.filter(query_id=query_id, batch_id=batch_id).prefetch_related("state_operators").first()
 
     def table_figures(self, query_id, batch_ids: list[int]) -> dict[int, dict]:
-        """Batch id -> duration, input rows and rates of those batches of a query that have progress (one query)."""
+        """Batch id -> duration, input rows, rates and offsets behind head of those batches of a query
+        that have progress (one query)."""
         if query_id is None or not batch_ids:
             return {}
         rows = self.filter(query_id=query_id, batch_id__in=batch_ids).values(
-            "batch_id", "batch_duration_ms", "num_input_rows", "input_rows_per_second", "processed_rows_per_second"
+            "batch_id",
+            "batch_duration_ms",
+            "num_input_rows",
+            "input_rows_per_second",
+            "processed_rows_per_second",
+            "offsets_behind",
         )
         return {row["batch_id"]: row for row in rows}
 
@@ -100,6 +107,12 @@ class BatchProgress(models.Model):
     event_time = models.JSONField(default=dict, blank=True, help_text="min/max/avg/watermark as ISO-8601 UTC.")
     sources = models.JSONField(default=list, blank=True)
     sink = models.JSONField(null=True, blank=True)
+    offsets_behind = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Offsets waiting at the sources' heads after the trigger, summed over the sources "
+        "that report it (workers/checkpoint/lag.py); empty when none does.",
+    )
     origin = models.CharField(max_length=10, choices=Origin.choices)
     received_at = models.DateTimeField(default=timezone.now)
 
@@ -166,9 +179,31 @@ def _progress_fields(progress: StreamingQueryProgress, run: QueryRun, origin: st
         "event_time": {key: value.isoformat() for key, value in progress.event_time.items()},
         "sources": [_plain(source) for source in progress.sources],
         "sink": None if progress.sink is None else _plain(progress.sink),
+        "offsets_behind": _offsets_behind(progress),
         "origin": origin,
         "received_at": timezone.now(),
     }
+
+
+def _store_source_lags(row: BatchProgress, progress: StreamingQueryProgress) -> None:
+    """Replace the batch's per-source lag rows (a re-run after a restart reports again)."""
+    row.source_lags.all().delete()
+    SourceLagMetrics.objects.bulk_create(
+        SourceLagMetrics(
+            progress=row,
+            source_index=index,
+            description=source.description or "",
+            offsets_behind=source.lag.offsets_behind,
+            basis=source.lag.basis.value,
+        )
+        for index, source in enumerate(progress.sources)
+    )
+
+
+def _offsets_behind(progress: StreamingQueryProgress) -> int | None:
+    """The sources' lags summed, over those that report one; None when none does."""
+    reported = [source.lag.offsets_behind for source in progress.sources if source.lag.offsets_behind is not None]
+    return sum(reported) if reported else None
 
 
 def _operator_row(row: BatchProgress, index: int, operator: StateOperatorProgress) -> StateOperatorMetrics:
@@ -185,6 +220,36 @@ def _operator_row(row: BatchProgress, index: int, operator: StateOperatorProgres
 def _plain(value) -> dict:
     """A frozen slotted dataclass as a JSON-ready dict."""
     return asdict(value)
+
+
+class SourceLagMetricsQuerySet(models.QuerySet):
+    def for_query(self, query_id) -> SourceLagMetricsQuerySet:
+        """Every source's lag of every reported batch of a query, oldest batch first."""
+        return self.filter(progress__query_id=query_id).order_by("progress__batch_id", "source_index")
+
+
+class SourceLagMetrics(models.Model):
+    """How far one source was behind its head after one trigger (SourceProgress, see workers/checkpoint/lag.py)."""
+
+    class Basis(models.TextChoices):
+        KAFKA_METRICS = "kafka-metrics", "Kafka's offsets-behind-latest metrics"
+        OFFSETS = "offsets", "latestOffset minus endOffset"
+        NOT_REPORTED = "not-reported", "not reported by the source"
+
+    progress = models.ForeignKey(BatchProgress, on_delete=models.CASCADE, related_name="source_lags")
+    source_index = models.PositiveSmallIntegerField()
+    description = models.TextField(blank=True, help_text="The source's description, as Spark reported it.")
+    offsets_behind = models.BigIntegerField(
+        null=True, blank=True, help_text="Offsets at the head beyond the trigger's end, in the source's own unit."
+    )
+    basis = models.CharField(max_length=20, choices=Basis.choices)
+
+    objects = SourceLagMetricsQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["progress", "source_index"], name="one_lag_per_source")]
+        ordering = ["source_index"]
+        verbose_name_plural = "source lag metrics"
 
 
 class EventLogDirectory(models.Model):

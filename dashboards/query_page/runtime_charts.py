@@ -48,6 +48,7 @@ PHASE_ORDER = (
 )
 TOTAL_PHASE = "triggerExecution"
 SENTENCE_LINE_CHARS = 44  # a sentence in place of a chart fits a 380-pixel chart
+SOURCE_LABEL_CHARS = 48  # a source's description in a legend (a file source's is its whole path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,22 @@ class OperatorPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class LagPoint:
+    """How far one source was behind its head after one batch (SourceLagMetrics), in its own offsets."""
+
+    batch_id: int
+    timestamp_ms: int
+    source_index: int
+    description: str
+    offsets_behind: int | None
+
+    @property
+    def label(self) -> str:
+        name = textwrap.shorten(self.description, SOURCE_LABEL_CHARS, placeholder="…") if self.description else ""
+        return f"{self.source_index}: {name}" if name else f"source {self.source_index}"
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeChart:
     part: str
     caption: str
@@ -99,6 +116,7 @@ RUNTIME_CHARTS = (
     RuntimeChart("batch-duration", "Batch duration", False),
     RuntimeChart("phases", "Operation duration by phase", False),
     RuntimeChart("watermark-gap", "Global watermark gap", False),
+    RuntimeChart("behind-head", "Offsets behind each source's head", False),
     RuntimeChart("state-rows", "State rows total", True),
     RuntimeChart("state-changes", "State rows updated, removed and dropped by watermark", True),
     RuntimeChart("state-memory", "State memory used", True),
@@ -134,15 +152,17 @@ def runtime_figures(
     operators: Sequence[OperatorPoint],
     marks: Sequence[RuntimeMark] = (),
     *,
+    lags: Sequence[LagPoint] = (),
     bucket_width: int = 1,
     state_bucket_width: int = 1,
+    lag_bucket_width: int = 1,
     batch_link: str = "",
 ) -> dict[str, Figure]:
     """Every Runtime chart, keyed by its RUNTIME_CHARTS part; the state charts only with operators.
 
     ``batch_link`` is the batch page's address with ``{}`` for the batch id. A bucket width above
     1 says the points are the lowest and highest values of every that many batches (the state
-    charts' series is downsampled apart).
+    charts' and the lag chart's series are downsampled apart).
     """
     unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
     figures = {
@@ -160,6 +180,8 @@ def runtime_figures(
     decorations = mark_decorations(marks, _time_span(progress, operators, marks))
     for figure in figures.values():
         _finish(figure, decorations, bucket_width, batch_link, has_legend=len(figure["data"]) > 1)
+    figures["behind-head"] = _behind_head_figure(lags)
+    _finish(figures["behind-head"], decorations, lag_bucket_width, batch_link, has_legend=True)
     for figure in state.values():  # the legend names the operators
         _finish(figure, decorations, state_bucket_width, batch_link, has_legend=True)
     return {**figures, **state}
@@ -200,6 +222,20 @@ def _watermark_gap_figure(progress: Sequence[ProgressPoint]) -> Figure:
     return _lines_figure(
         progress, [("watermark gap", "#8a5a9e", _scaled(lambda p: p.watermark_gap_ms, unit))], unit.name, ",.3~f"
     )
+
+
+def _behind_head_figure(lags: Sequence[LagPoint]) -> Figure:
+    """A line per source that reports its lag; each source counts in its own offsets (Kafka: records)."""
+    by_source: dict[int, list[LagPoint]] = {}
+    for point in lags:
+        by_source.setdefault(point.source_index, []).append(point)
+    series = [(points[-1].label, points) for _, points in sorted(by_source.items())]
+    if not series:
+        return sentence_figure(
+            "No source reported how far it is behind its head in this range: Spark reports it for Kafka "
+            "(offsets behind latest) and sources that give a latestOffset; rate and file sources do not."
+        )
+    return _per_operator_figure(series, lambda p: p.offsets_behind, "offsets", ",d")
 
 
 def _phases_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Figure:

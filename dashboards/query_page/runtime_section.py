@@ -24,7 +24,7 @@ from dashboards.query_page.runtime_charts import (
     runtime_figures_json,
 )
 from dashboards.query_page.runtime_marks import Window, marks_version, runtime_marks
-from dashboards.query_page.runtime_series import operator_series, progress_series, runtime_version
+from dashboards.query_page.runtime_series import lag_series, operator_series, progress_series, runtime_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +67,16 @@ def runtime_charts_json(checkpoint: Checkpoint, batch_range: BatchRange) -> str:
 def _build(checkpoint: Checkpoint, batch_range: BatchRange) -> str:
     progress = progress_series(checkpoint, batch_range)
     operators = operator_series(checkpoint, batch_range)
+    lags = lag_series(checkpoint, batch_range)
     marks = runtime_marks(checkpoint, chart_window(progress.points, batch_range)) if progress.points else []
     figures = runtime_figures(
         progress.points,
         operators.points,
         marks,
+        lags=lags.points,
         bucket_width=progress.bucket_width,
         state_bucket_width=operators.bucket_width,
+        lag_bucket_width=lags.bucket_width,
         batch_link=batch_link(checkpoint),
     )
     return runtime_figures_json(figures)

@@ -4,7 +4,8 @@ As the batch timeline series (dashboards.query_page.chart_series): the key span 
 downsampling statement per series, the settled buckets cached. The query-wide series keeps each
 bucket's extremes of the rates, the input rows, the batch duration and the watermark gap (the
 phases are drawn stacked, so the batch duration is their envelope); the operator series keeps
-those of every state figure, per operator. Times are read as epoch milliseconds in SQL, so the
+those of every state figure, per operator; the lag series those of the offsets behind head, per
+source that reports them. Times are read as epoch milliseconds in SQL, so the
 raw downsampling cursor returns plain numbers on SQLite and PostgreSQL alike.
 """
 
@@ -19,11 +20,18 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, NullIf
 
 from dashboards.health.progress_ownership import progress_ceiling
-from dashboards.models import CACHE_HITS, CACHE_MISSES, BatchProgress, Checkpoint, StateOperatorMetrics
+from dashboards.models import (
+    CACHE_HITS,
+    CACHE_MISSES,
+    BatchProgress,
+    Checkpoint,
+    SourceLagMetrics,
+    StateOperatorMetrics,
+)
 from dashboards.query_page.chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
 from dashboards.query_page.downsample import SeriesShape, select_downsampled
 from dashboards.query_page.fragments import checkpoint_identity
-from dashboards.query_page.runtime_charts import OperatorPoint, ProgressPoint
+from dashboards.query_page.runtime_charts import LagPoint, OperatorPoint, ProgressPoint
 
 PROGRESS_SHAPE = SeriesShape(
     key="batch_id",
@@ -47,6 +55,7 @@ OPERATOR_SHAPE = SeriesShape(
     ),
     partition="operator_index",
 )
+LAG_SHAPE = SeriesShape(key="batch_id", values=("offsets_behind",), partition="source_index")
 # Points per series: the Runtime charts are half the page wide, and nine of them share one response.
 RUNTIME_MAX_POINTS = 1_000
 # Spark reports the watermark as 1970-01-01T00:00:00Z until the first batch has set one.
@@ -75,6 +84,11 @@ def operator_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     return _sampled(
         checkpoint, batch_range, "runtime-operators", OPERATOR_SHAPE, operator_rows, lambda row: OperatorPoint(**row)
     )
+
+
+def lag_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
+    """How far each source that reports it was behind its head, per reported batch of the checkpoint's query."""
+    return _sampled(checkpoint, batch_range, "runtime-lags", LAG_SHAPE, lag_rows, lambda row: LagPoint(**row))
 
 
 def _sampled(
@@ -149,6 +163,19 @@ def operator_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
         batch_id=F("progress__batch_id"),
         timestamp_ms=EpochMillis("progress__timestamp"),
         cache_hit_ratio=hits / NullIf(hits + misses, Value(0.0)),
+    )
+
+
+def lag_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
+    """The LAG_SHAPE column of every source that reported its lag, with the batch start time."""
+    return SourceLagMetrics.objects.filter(
+        progress__query_id=query_id, offsets_behind__isnull=False, **batch_range.lookups("progress__batch_id")
+    ).values(
+        "source_index",
+        "description",
+        "offsets_behind",
+        batch_id=F("progress__batch_id"),
+        timestamp_ms=EpochMillis("progress__timestamp"),
     )
 
 

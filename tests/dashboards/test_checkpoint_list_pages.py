@@ -158,14 +158,36 @@ def test_filters_by_provider_storage_scheme_and_findings(viewer_client):
         ("-input_rate", ["mid", "old", "new"]),
         ("state_size", ["old", "new", "mid"]),
         ("-name", ["old", "new", "mid"]),
+        ("behind_head", ["new", "old", "mid"]),
+        ("-behind_head", ["old", "new", "mid"]),
     ],
 )
 def test_every_column_sorts_and_rows_without_a_value_go_last(viewer_client, sort, expected):
-    live("old", seconds_ago=40, recent_batch_duration_ms=900, recent_input_rate=5.0, state_bytes=10)
+    live("old", seconds_ago=40, recent_batch_duration_ms=900, recent_input_rate=5.0, state_bytes=10, **_lag(9_000))
     live("mid", seconds_ago=20, recent_batch_duration_ms=None, recent_input_rate=50.0, state_bytes=None)
-    live("new", seconds_ago=10, recent_batch_duration_ms=300, recent_input_rate=None, state_bytes=2_000)
+    live("new", seconds_ago=10, recent_batch_duration_ms=300, recent_input_rate=None, state_bytes=2_000, **_lag(40))
 
     assert names_shown(get_list(viewer_client, sort=sort)) == expected
+
+
+def _lag(recent: int, earlier: int | None = None) -> dict:
+    """The offsets behind head of the newest and oldest recent batches (the same: not growing)."""
+    return {"recent_offsets_behind": recent, "earlier_offsets_behind": recent if earlier is None else earlier}
+
+
+def test_the_list_shows_how_far_behind_their_head_the_sources_are_where_they_report_it(viewer_client):
+    live("kafka-orders", **_lag(12_500, earlier=800))
+    live("rate-demo")
+
+    cells = dict(
+        re.findall(r'data-checkpoint="([^"]+)".*?<td class="behind-head">(.*?)</td>', get_list(viewer_client), re.S)
+    )
+
+    assert " ".join(re.sub(r"<[^>]+>", " ", cells["kafka-orders"]).split()) == (
+        "12,500 offsets from 800 over the recent batches"
+    )
+    assert re.sub(r"<[^>]+>", "", cells["rate-demo"]) == "—"
+    assert "No source of the recent batches reports how far it is behind its head" in cells["rate-demo"]
 
 
 def test_a_sorted_header_says_its_order_and_links_to_the_other_one(viewer_client):

@@ -445,3 +445,28 @@ def test_the_state_panel_of_a_killed_batch_shows_the_committed_version_and_names
         "Operator 0 store default also holds version 7, written by a batch that has no commit: "
         "a restart runs that batch again and rewrites it. The figures above leave it out."
     )
+
+
+def test_the_batch_table_shows_how_far_the_sources_were_behind_their_head_where_they_report_it(
+    viewer_client, synced_dedup
+):
+    from dashboards.models import BatchProgress
+    from kafka_progress import BEHIND_PER_BATCH, with_kafka_source
+    from workers.checkpoint.progress import progress_from_dict
+
+    report = json.loads((DEDUP / "spark-report.json").read_text())["progress"]
+    # Batches 0-13 as Spark's file source reported them (no latestOffset), 14 and 15 from a Kafka source.
+    stored = report[:14] + with_kafka_source(report[14:])
+    for fields in stored:
+        BatchProgress.objects.store(progress_from_dict(fields, source="spark-report.json"), origin="listener")
+    synced_dedup.last_synced_at = timezone.now()  # the table is rendered once per sync
+    synced_dedup.save(update_fields=["last_synced_at"])
+
+    html = viewer_client.get(reverse("dashboards:batch-table-panel", args=[synced_dedup.pk])).content.decode()
+    behind = {
+        int(batch): " ".join(re.sub(r"<[^>]+>", " ", re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[5]).split())
+        for batch, row in re.findall(r'<tr class="[^"]*">\s*<td><a [^>]+>(\d+)</a></td>(.*?)</tr>', html, re.S)
+    }
+    assert "Behind head (offsets)" in html
+    assert behind == {k: f"{BEHIND_PER_BATCH * k:,}" if k >= 14 else "—" for k in behind}
+    assert set(behind) >= {13, 14}

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dashboards.models import Batch, BatchProgress, Checkpoint, Finding, MaintenanceRun, StatePartition, SyncRun
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES, REPO_DIR
+from kafka_progress import BEHIND_PER_BATCH, with_kafka_source
 from prometheus.scenario import (
     DEDUP,
     KILLED,
@@ -31,8 +32,8 @@ pytestmark = pytest.mark.django_db
 
 # read_checkpoints, last runs, sync totals of the runs kept and of the runs pruned, progress,
 # operators, state stores, logs, inventory, findings, maintenance runs, beat, event-log
-# directories, the health model's figures (dashboards/metrics/collector.py).
-METRICS_QUERIES = 14
+# directories, the health model's figures, the newest reports' source lags (dashboards/metrics/collector.py).
+METRICS_QUERIES = 15
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
@@ -137,6 +138,24 @@ def test_two_checkpoints_of_one_query_both_show_its_progress(client):
     assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "two-operators") == 7
     assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "copy") == 7
     assert checkpoint_sample(samples, "ckptweb_state_operator_rows", "copy") == 6 + 50
+
+
+def test_each_source_s_lag_in_the_newest_report_is_a_gauge_and_a_source_reporting_none_has_no_sample(client):
+    """A file source (as Spark 4.3 reported it: no latestOffset) joined with a Kafka source."""
+    report = json.loads((OUR_FIXTURES / "file_source_dedup" / "spark-report.json").read_text())["progress"]
+    for spark_wrote, with_kafka in zip(report[-2:], with_kafka_source(report[-2:]), strict=True):
+        both = {**spark_wrote, "sources": [*spark_wrote["sources"], *with_kafka["sources"]]}
+        row, _ = BatchProgress.objects.store(progress_from_dict(both, source="test"), origin="listener")
+    make_checkpoint(name="join", query=row.query)
+    newest = report[-1]["batchId"]
+
+    samples = scrape(client)
+
+    family = "ckptweb_progress_source_offsets_behind"
+    assert checkpoint_sample(samples, family, "join", source_index="1", source="KafkaV2[Subscribe[orders]]") == (
+        BEHIND_PER_BATCH * newest
+    )
+    assert [dict(items)["source_index"] for (name, items) in samples if name == family] == ["1"]
 
 
 def test_findings_are_counted_by_severity_with_zero_for_the_others(client):

@@ -124,7 +124,10 @@ def test_input_faster_than_processing_is_falling_behind():
     status = status_of(behind)
 
     assert status.state is State.FALLING_BEHIND
-    assert status.reason == "input 1,200.0 rows/s but processed 800.0 rows/s over the recent batches"
+    assert status.reason == (
+        "input 1,200.0 rows/s but processed 800.0 rows/s over the recent batches "
+        "(no source reports how far it is behind its head: judged by input rate against process rate)"
+    )
 
 
 def test_batches_longer_than_the_trigger_interval_are_falling_behind():
@@ -133,7 +136,46 @@ def test_batches_longer_than_the_trigger_interval_are_falling_behind():
     status = status_of(behind)
 
     assert status.state is State.FALLING_BEHIND
-    assert status.reason == "batches take 14 s but the trigger interval is 10 s"
+    assert status.reason == (
+        "batches take 14 s but the trigger interval is 10 s "
+        "(no source reports how far it is behind its head: judged by batch duration against the trigger interval)"
+    )
+
+
+def test_a_lag_that_grew_over_the_recent_batches_is_falling_behind():
+    behind = replace(LIVE, recent_offsets_behind=9_800, earlier_offsets_behind=1_200)
+
+    status = status_of(behind)
+
+    assert status.state is State.FALLING_BEHIND
+    assert status.reason == (
+        "the sources are 9,800 offsets behind their head, up from 1,200 over the recent batches "
+        "(judged by the lag the sources report)"
+    )
+
+
+def test_a_lag_that_grew_from_nothing_is_falling_behind():
+    behind = replace(LIVE, recent_offsets_behind=40, earlier_offsets_behind=0)
+
+    assert status_of(behind).state is State.FALLING_BEHIND
+
+
+@pytest.mark.parametrize(
+    ("earlier", "recent"),
+    [(0, 0), (5_000, 5_000), (5_000, 6_000), (9_800, 1_200)],
+    ids=["none", "flat", "within", "shrinking"],
+)
+def test_a_reported_lag_that_did_not_grow_past_the_ratio_decides_over_the_rates(earlier, recent):
+    """Input outran processing, but the sources say they are not further behind: the lag wins."""
+    keeping_up = replace(
+        LIVE,
+        recent_input_rate=1200.0,
+        recent_process_rate=800.0,
+        recent_offsets_behind=recent,
+        earlier_offsets_behind=earlier,
+    )
+
+    assert status_of(keeping_up).state is State.RUNNING
 
 
 def test_without_a_known_trigger_long_batches_are_not_falling_behind():

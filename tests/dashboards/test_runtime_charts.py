@@ -28,7 +28,9 @@ from dashboards.query_page.runtime_marks import describe_conf_change
 from dashboards.query_page.runtime_series import RUNTIME_MAX_POINTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from kafka_progress import BEHIND_PER_BATCH, with_kafka_source
 from progress_history import (
+    LAG_SPIKE_BATCH,
     RATE_SPIKE_BATCH,
     ROWS_SPIKE_BATCH,
     SLOW_BATCH,
@@ -113,7 +115,31 @@ def test_a_rocksdb_query_says_why_it_has_no_cache_hit_ratio(viewer_client, copy_
     assert max(len(line) for line in cache["layout"]["annotations"][0]["text"].split("<br>")) <= 44  # fits a phone
 
 
+def test_the_lag_chart_draws_each_source_behind_its_head_at_every_batch(viewer_client, dedup):
+    progress = with_kafka_source(_report("file_source_dedup"))
+    _store(progress)
+
+    lag = _figures(viewer_client, dedup)["behind-head"]
+
+    go.Figure(lag)
+    (line,) = [trace for trace in lag["data"] if trace.get("yaxis") != "y2"]
+    assert line["name"] == "0: KafkaV2[Subscribe[orders]]"
+    assert line["x"] == [epoch_ms(p["timestamp"]) for p in progress]
+    assert line["y"] == [BEHIND_PER_BATCH * p["batchId"] for p in progress]
+    assert line["customdata"] == [p["batchId"] for p in progress]
+    assert lag["layout"]["yaxis"]["title"]["text"] == "offsets"
+
+
+def test_a_query_whose_sources_report_no_lag_says_so_instead_of_a_lag_chart(viewer_client, dedup):
+    lag = _figures(viewer_client, dedup)["behind-head"]
+
+    assert [trace for trace in lag["data"] if trace.get("yaxis") != "y2"] == []
+    assert lag["layout"]["meta"]["sentence"].startswith("No source reported how far it is behind its head")
+    assert max(len(line) for line in lag["layout"]["annotations"][0]["text"].split("<br>")) <= 44
+
+
 def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
+    _store(with_kafka_source(_report("file_source_dedup")))
     figures = _figures(viewer_client, dedup)
 
     units = {part: figure["layout"]["yaxis"]["title"]["text"] for part, figure in figures.items()}
@@ -124,6 +150,7 @@ def test_every_axis_of_a_drawn_chart_has_its_unit(viewer_client, dedup):
         "batch-duration": "ms",
         "phases": "ms",
         "watermark-gap": "d",
+        "behind-head": "offsets",
         "state-rows": "rows",
         "state-changes": "rows",
         "state-memory": "KB",  # Spark reported up to 4,608 bytes
@@ -234,6 +261,7 @@ def test_file_sink_compactions_are_marked_on_every_chart_at_the_batch_spark_comp
         int(p.name.removesuffix(".compact")) for p in (DEDUP / "output" / "_spark_metadata").glob("*.compact")
     )
     interval = dedup.metadata_logs.get(kind=MetadataLog.Kind.SINK).compact_interval
+    _store(with_kafka_source(_report("file_source_dedup")))  # the lag chart drawn too, not a sentence
 
     figures = _figures(viewer_client, dedup)
 
@@ -419,12 +447,14 @@ def test_a_long_history_is_downsampled_and_keeps_every_spike(viewer_client):
         return next(trace for trace in figures[part]["data"] if trace["name"] == name)
 
     assert all(len(trace["x"]) <= RUNTIME_MAX_POINTS for figure in figures.values() for trace in figure["data"])
-    rate, duration, rows = (
+    rate, duration, rows, lag = (
         line("rates", "input rate"),
         line("batch-duration", "batch duration"),
         line("state-rows", "0: dedupe"),
+        line("behind-head", "0: KafkaV2[Subscribe[orders]]"),
     )
     assert rate["customdata"][rate["y"].index(10_000.0)] == RATE_SPIKE_BATCH
+    assert lag["customdata"][lag["y"].index(70_000)] == LAG_SPIKE_BATCH
     assert duration["customdata"][duration["y"].index(90.0)] == SLOW_BATCH  # drawn in seconds
     assert rows["customdata"][rows["y"].index(10**9)] == ROWS_SPIKE_BATCH
     assert all(

@@ -102,7 +102,9 @@ def _check_charts(client, checkpoint, run: dict) -> None:
     assert_drawn_as_reported(figures, progress)
     restarts, compactions = _restarts(progress), _compactions(run["base"], progress)
     assert len(restarts) == RUNS - 1
-    for part, figure in figures.items():
+    drawn = {part: figure for part, figure in figures.items() if "sentence" not in figure["layout"]["meta"]}
+    assert set(figures) - set(drawn) == {"behind-head"}  # Spark's rate source reports no latestOffset
+    for part, figure in drawn.items():
         marks = marks_of(figure)
         assert [(time, batch) for time, _, batch in marks["query restart"]] == restarts, part
         assert [(time, batch) for time, _, batch in marks["log compaction"]] == compactions, part

@@ -14,6 +14,7 @@ from dashboards.models import BatchProgress, MaintenanceRun
 from dashboards.query_page.runtime_charts import RUNTIME_CHARTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
+from kafka_progress import with_kafka_source
 from ui_helpers import SCREENSHOT_DIR, log_in
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
@@ -36,11 +37,12 @@ REFRESH_SECONDS = 30  # data-refresh-seconds of the section (partials/runtime.ht
 
 @pytest.fixture
 def restarted_dedup(copy_checkpoint):
-    """The Spark-written dedup query with its progress, as if restarted at batch 8, and a maintenance run."""
+    """The Spark-written dedup query with its progress, as if restarted at batch 8, and a maintenance run;
+    its source reports a lag as a Kafka source would, so that every chart is drawn."""
     base = copy_checkpoint(DEDUP)
     checkpoint = make_checkpoint(name="dedup", url=str(base / "checkpoint"), sink_log_url=str(base / "output"))
     sync_checkpoint(checkpoint.pk)
-    progress = json.loads((base / "spark-report.json").read_text())["progress"]
+    progress = with_kafka_source(json.loads((base / "spark-report.json").read_text())["progress"])
     second_run = str(uuid.uuid5(uuid.NAMESPACE_URL, "restart"))
     for fields in progress:
         if fields["batchId"] >= 8:

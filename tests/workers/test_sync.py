@@ -240,3 +240,27 @@ def test_synced_rows_equal_what_spark_read_from_each_pyspark_fixture(copy_checkp
     )
     assert list(rows) == expected
     assert str(Checkpoint.objects.get(pk=checkpoint.pk).query.query_id) == report["query_id"]
+
+
+def test_a_sync_keeps_the_lag_of_the_newest_and_oldest_recent_batches_that_report_it(copy_checkpoint):
+    from dashboards.models import BatchProgress
+    from fixture_paths import OUR_FIXTURES
+    from kafka_progress import BEHIND_PER_BATCH, with_kafka_source
+    from workers.checkpoint.progress import progress_from_dict
+    from workers.status_figures import RECENT_BATCHES
+
+    base = copy_checkpoint(OUR_FIXTURES / "file_source_dedup")
+    checkpoint = make_checkpoint(url=str(base / "checkpoint"))
+    report = json.loads((base / "spark-report.json").read_text())["progress"]  # batches 0-15
+    # The file source as Spark reported it up to batch 11 (no latestOffset), Kafka from batch 12.
+    for fields in report[:12] + with_kafka_source(report[12:]):
+        BatchProgress.objects.store(progress_from_dict(fields, source="spark-report.json"), origin="listener")
+
+    sync_checkpoint(checkpoint.pk)
+
+    checkpoint.refresh_from_db()
+    assert RECENT_BATCHES == 10  # batches 6-15: the oldest reporting a lag is 12
+    assert (checkpoint.recent_offsets_behind, checkpoint.earlier_offsets_behind) == (
+        BEHIND_PER_BATCH * 15,
+        BEHIND_PER_BATCH * 12,
+    )

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .lag import SourceLag, source_lag
 from .logfile import (
     JsonSite,
     decode_text,
@@ -75,6 +76,7 @@ class SourceProgress:
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
     metrics: dict[str, str]
+    lag: SourceLag  # derived from latestOffset, endOffset and metrics (see lag.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,15 +276,18 @@ def _progress(fields: dict[str, Any], site: JsonSite) -> StreamingQueryProgress:
 
 
 def _source(fields: dict[str, Any], site: JsonSite) -> SourceProgress:
+    end_offset, latest_offset = _offset_text(fields.get("endOffset")), _offset_text(fields.get("latestOffset"))
+    metrics = _string_map(fields, "metrics", site)
     return SourceProgress(
         description=get_str(fields, "description", site),
         start_offset=_offset_text(fields.get("startOffset")),
-        end_offset=_offset_text(fields.get("endOffset")),
-        latest_offset=_offset_text(fields.get("latestOffset")),
+        end_offset=end_offset,
+        latest_offset=latest_offset,
         num_input_rows=get_optional_long(fields, "numInputRows", site),
         input_rows_per_second=_rate(fields, "inputRowsPerSecond", site),
         processed_rows_per_second=_rate(fields, "processedRowsPerSecond", site),
-        metrics=_string_map(fields, "metrics", site),
+        metrics=metrics,
+        lag=source_lag(latest_offset, end_offset, metrics, JsonSite(site.source, f"{site.what}: source", site.offset)),
     )
 
 
