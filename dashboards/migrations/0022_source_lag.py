@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboards', '0016_progress_of_run_index'),
+        ('dashboards', '0021_state_sample_columns'),
     ]
 
     operations = [
