@@ -299,7 +299,7 @@ def _stopped_copy(facts: StatusFacts) -> Condition:
         State.STOPPED,
         f"a copy of {facts.copy_of} (same query id, at batch {facts.copy_of_batch_id}): its own batches end at "
         f"batch {facts.latest_batch_id}, planned {facts.latest_batch_at:%Y-%m-%d %H:%M:%S} UTC; "
-        f"the progress after it is {facts.copy_of}'s",
+        f"later progress belongs to {facts.copy_of}",
         facts.latest_batch_at,
     )
 
