@@ -42,12 +42,13 @@ class RuntimeSection:
 
 
 def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
-    """The newest progress of the checkpoint's (one index lookup) and the charts it allows."""
+    """The newest progress the checkpoint owns (one index lookup) and the charts it allows."""
     owned = BatchProgress.objects.owned_by(checkpoint)
     latest = owned.order_by("-batch_id").first() if checkpoint.query_id is not None else None
     if latest is None:
         return RuntimeSection(None, None, "", 0, ())
-    has_state = StateOperatorMetrics.objects.filter(progress__in=owned).exists()
+    # Whether the query is stateful: the same for every copy of it, so the query's whole progress tells.
+    has_state = StateOperatorMetrics.objects.filter(progress__query_id=checkpoint.query_id).exists()
     charts = tuple(chart for chart in RUNTIME_CHARTS if has_state or not chart.is_stateful)
     behind = max(0, (checkpoint.latest_batch_id or 0) - latest.batch_id)
     return RuntimeSection(latest.batch_id, latest.timestamp, latest.get_origin_display(), behind, charts)
