@@ -29,6 +29,8 @@ BATCHES_PAST_THE_COPY = 3
 # Long enough that a small batch on a loaded 2-core machine ends well before the next trigger,
 # leaving a moment between two batches to copy the checkpoint in (a 1 s trigger ran back to back).
 TRIGGER = "5 seconds"
+# Synced by the test only: a slow wait must not make the copy "failing to sync" (3 intervals overdue).
+HOURLY = {"sync_interval_seconds": 3600}
 
 
 def test_a_copy_of_a_running_query_shows_no_progress_past_its_own_batches_and_is_never_running(
@@ -46,9 +48,9 @@ def test_a_copy_of_a_running_query_shows_no_progress_past_its_own_batches_and_is
         copied = copy_between_batches(
             live, checkpoint_roots / "live" / "checkpoint", checkpoint_roots / "copy" / "checkpoint"
         )
-        original = make_checkpoint(name="original", url=str(checkpoint_roots / "live" / "checkpoint"))
+        original = make_checkpoint(name="original", url=str(checkpoint_roots / "live" / "checkpoint"), **HOURLY)
         sync_checkpoint(original.pk)
-        copy = make_checkpoint(name="copy", url=str(copied))
+        copy = make_checkpoint(name="copy", url=str(copied), **HOURLY)
         sync_checkpoint(copy.pk)
         copy.refresh_from_db()
         last_copied = copy.latest_batch_id
@@ -62,6 +64,8 @@ def test_a_copy_of_a_running_query_shows_no_progress_past_its_own_batches_and_is
         stop_between_batches(live, timeout_seconds=60)
     spark_reported = {json.loads(progress.json)["batchId"] for progress in live.recentProgress}
     copys_own = {batch_id for batch_id in spark_reported if batch_id <= last_copied}
+    received = progress_of_query.filter(batch_id__lte=last_copied)
+    wait_for(lambda: received.count() == len(copys_own), "the progress of every batch the copy holds")
 
     page = admin_client.get(copy.get_absolute_url())
     served = admin_client.get(reverse("api-progress-list", args=[copy.pk])).json()["results"]
