@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from dashboards.models import AuditEntry, BatchProgress, MaintenanceRun
+from dashboards.models import AuditEntry, BatchProgress, Checkpoint, MaintenanceRun
 from workers import maintenance_actions
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.maintenance.plan import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
@@ -96,15 +96,15 @@ def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> Mainten
 def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
     """ "query-stopped" as the listener sees it: no progress event of this checkpoint's batches received lately.
 
-    As in the health model (CheckpointQuerySet.with_status_facts), progress of a batch past this
-    checkpoint's newest + 1 is another checkpoint's of the same query id (a copy, a restored
-    backup, still running elsewhere) and says nothing about this one.
+    As in the health model, progress past the checkpoint's heard_ceiling
+    (CheckpointQuerySet.with_progress_owner) is another checkpoint's of the same query id (a copy,
+    a restored backup, still running elsewhere) and says nothing about this one.
     """
     quiet = settings.MAINTENANCE_QUIET_SECONDS
-    checkpoint = run.checkpoint
-    progress = BatchProgress.objects.filter(query=checkpoint.query)
-    if checkpoint.latest_batch_id is not None:
-        progress = progress.filter(batch_id__lte=checkpoint.latest_batch_id + 1)
+    checkpoint = Checkpoint.objects.with_progress_owner().get(pk=run.checkpoint_id)
+    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
+    if checkpoint.heard_ceiling is not None:
+        progress = progress.filter(batch_id__lte=checkpoint.heard_ceiling)
     latest = (
         progress.order_by("-received_at").values_list("received_at", flat=True).first() if checkpoint.query_id else None
     )

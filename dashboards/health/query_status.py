@@ -121,6 +121,9 @@ class StatusFacts:
     earlier_offsets_behind: int | None = None
     last_heard_at: datetime | None = None
     last_heard_input_rows: int | None = None
+    copy_of: str = ""  # the checkpoint of the same query id ahead of this one (with_progress_owner)
+    copy_of_batch_id: int | None = None
+    registered_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +217,17 @@ def _damaged(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
     return Condition(State.DAMAGED, f"{findings}: a restart would fail (see the integrity panel)")
 
 
+def _is_resting_copy(facts: StatusFacts) -> bool:
+    """A copy behind another checkpoint of its query that has planned no batch since it was
+    registered: its newest batches are the other's history, so their times say nothing of it."""
+    if not facts.copy_of or facts.latest_batch_at is None:
+        return False
+    return facts.registered_at is None or facts.latest_batch_at <= facts.registered_at
+
+
 def _is_stalled(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> bool:
-    if facts.latest_batch_id is None or facts.latest_batch_at is None:
+    # A copy taken mid-batch holds that batch uncommitted; the copy is stopped, not hanging in it.
+    if facts.latest_batch_id is None or facts.latest_batch_at is None or _is_resting_copy(facts):
         return False
     if facts.latest_committed_batch_id is not None and facts.latest_committed_batch_id >= facts.latest_batch_id:
         return False
@@ -282,12 +294,16 @@ def _is_stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> bo
     # A stalled batch is the more precise account of the same silence.
     if facts.latest_batch_at is None or _is_stalled(facts, now, thresholds):
         return False
+    if _is_resting_copy(facts):
+        return True
     return (now - _last_sign_of_life(facts)).total_seconds() > quiet_seconds(facts, thresholds)
 
 
 def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
     if not _is_stopped(facts, now, thresholds):
         return None
+    if _is_resting_copy(facts):
+        return _stopped_copy(facts)
     last = _last_sign_of_life(facts)
     heard = (
         f" and no progress since {last:%Y-%m-%d %H:%M:%S} UTC"
@@ -299,6 +315,16 @@ def _stopped(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condi
         f"no new batch for {format_span((now - facts.latest_batch_at).total_seconds())} "
         f"(batch {facts.latest_batch_id}){heard}",
         last,
+    )
+
+
+def _stopped_copy(facts: StatusFacts) -> Condition:
+    return Condition(
+        State.STOPPED,
+        f"a copy of {facts.copy_of} (same query id, at batch {facts.copy_of_batch_id}): its own batches end at "
+        f"batch {facts.latest_batch_id}, planned {facts.latest_batch_at:%Y-%m-%d %H:%M:%S} UTC; "
+        f"later progress belongs to {facts.copy_of}",
+        facts.latest_batch_at,
     )
 
 

@@ -2,19 +2,40 @@
 
 One query reads every checkpoint with what the sync worker keeps on its row, plus correlated
 subqueries that each use an index: the newest batch's timestamp and watermark, the last finished
-sync run, the newest progress report, the count of open sync issues. ``read_checkpoints`` is query 1 of a
-scrape; the other modules take its rows and labels.
+sync run, the newest progress report the checkpoint owns (CheckpointQuerySet.with_progress_owner),
+the count of open sync issues. ``read_checkpoints`` is query 1 of a scrape; the other modules take
+its rows and labels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, OuterRef, Subquery
 
 from dashboards.metrics.families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
 from dashboards.models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
+from dashboards.models.core import count_per_checkpoint
+
+# What every family group takes from a checkpoint's row.
+ROW_FIELDS = (
+    "pk",
+    "name",
+    "query_uuid",
+    "query_name",
+    "is_enabled",
+    "sync_interval_seconds",
+    "latest_batch_id",
+    "latest_committed_batch_id",
+    "uncommitted_batch_count",
+    "last_synced_at",
+    "last_inspected_at",
+    "latest_timestamp_ms",
+    "latest_watermark_ms",
+    "last_run_pk",
+    "progress_pk",
+    "open_issue_count",
+)
 
 
 def read_checkpoints() -> list[dict]:
@@ -25,24 +46,10 @@ def read_checkpoints() -> list[dict]:
     """
     newest_batch = Batch.objects.filter(checkpoint=OuterRef("pk"), batch_id=OuterRef("latest_batch_id"))
     last_run = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
-    # Progress past the newest batch + 1 of a checkpoint behind a copy of its query is the copy's
-    # (dashboards/health/progress_ownership.py).
-    copy_ahead = Checkpoint.objects.active().filter(
-        query=OuterRef(OuterRef("query")), latest_batch_id__gt=OuterRef(OuterRef("latest_batch_id"))
-    )
-    newest_progress = BatchProgress.objects.filter(
-        Q(batch_id__lte=OuterRef("latest_batch_id") + 1) | ~Exists(copy_ahead), query=OuterRef("query")
-    ).order_by("-batch_id")
-    open_issues = (
-        SyncIssue.objects.filter(checkpoint=OuterRef("pk"), resolved_at__isnull=True)
-        .order_by()
-        .values("checkpoint")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return list(
+    newest_progress = BatchProgress.objects.owned_by_outer_checkpoint().order_by("-batch_id")
+    rows = (
         Checkpoint.objects.active()
-        .order_by("name")
+        .with_progress_owner()
         .annotate(
             query_uuid=F("query__query_id"),
             query_name=F("query__name"),
@@ -50,27 +57,10 @@ def read_checkpoints() -> list[dict]:
             latest_watermark_ms=Subquery(newest_batch.values("watermark_ms")[:1]),
             last_run_pk=Subquery(last_run.values("pk")[:1]),
             progress_pk=Subquery(newest_progress.values("pk")[:1]),
-            open_issue_count=Coalesce(Subquery(open_issues, output_field=IntegerField()), Value(0)),
-        )
-        .values(
-            "pk",
-            "name",
-            "query_uuid",
-            "query_name",
-            "is_enabled",
-            "sync_interval_seconds",
-            "latest_batch_id",
-            "latest_committed_batch_id",
-            "uncommitted_batch_count",
-            "last_synced_at",
-            "last_inspected_at",
-            "latest_timestamp_ms",
-            "latest_watermark_ms",
-            "last_run_pk",
-            "progress_pk",
-            "open_issue_count",
+            open_issue_count=count_per_checkpoint(SyncIssue.objects.open()),
         )
     )
+    return list(rows.order_by("name").values(*ROW_FIELDS))
 
 
 def checkpoint_labels(rows: list[dict]) -> CheckpointLabels:

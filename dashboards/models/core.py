@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import connections, models
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import BigIntegerField, Case, F, OuterRef, Q, Subquery, When
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -116,6 +116,7 @@ LIST_FIELDS = (
     "state_bytes",
     "state_providers",
     "finding_warning_count",
+    "copy_of_id",
 )
 # The columns and CheckpointQuerySet.with_status_facts annotations the health model reads.
 STATUS_FACT_FIELDS = (
@@ -141,6 +142,9 @@ STATUS_FACT_FIELDS = (
     "last_heard_at",
     "last_heard_input_rows",
     "last_idle_at",
+    "copy_of_name",
+    "copy_of_batch_id",
+    "created_at",
 )
 
 
@@ -167,6 +171,9 @@ def status_facts_of(row: Mapping[str, Any]) -> StatusFacts:
         recent_offsets_behind=row["recent_offsets_behind"],
         earlier_offsets_behind=row["earlier_offsets_behind"],
         **_last_heard(row["last_heard_at"], row["last_heard_input_rows"], row["last_idle_at"]),
+        copy_of=row["copy_of_name"] or "",
+        copy_of_batch_id=row["copy_of_batch_id"],
+        registered_at=row["created_at"],
     )
 
 
@@ -188,26 +195,60 @@ class CheckpointQuerySet(models.QuerySet):
         """Archived checkpoints, most recently archived first."""
         return self.filter(archived_at__isnull=False).order_by("-archived_at", "name")
 
+    def with_progress_owner(self) -> CheckpointQuerySet:
+        """Annotate which of its query's progress is this checkpoint's: the one rule of ownership.
+
+        Progress names a query id, not a checkpoint, and two registered checkpoints can share one:
+        a copy of a live checkpoint, a restored backup. Their histories are one up to where the
+        copy was taken. The checkpoint furthest ahead owns all of its query's progress, so a live
+        query's charts do not wait for the next sync; on a tie the first registered does (a copy
+        registered seconds after it was taken is level with its original until the original's
+        next sync). Every other one is a copy: it owns the progress of the batches it has written,
+        never of a batch it did not run.
+
+        ``copy_of_id``, ``copy_of_name``, ``copy_of_batch_id``: the checkpoint that owns the rest,
+        None when this one owns all. ``progress_ceiling``: the newest batch whose progress is this
+        checkpoint's, None for all. ``heard_ceiling``: the newest batch whose progress says this
+        checkpoint's query is alive: its own batches and the one being planned (an idle query's
+        events carry the next batch id), a copy's own batches only; progress past it may be of
+        batches not synced yet, which the health model does not count.
+        """
+        latest = OuterRef("latest_batch_id")
+        ahead = (
+            self.model.objects.active()
+            .filter(Q(latest_batch_id__gt=latest) | Q(latest_batch_id=latest, pk__lt=OuterRef("pk")))
+            .filter(query=OuterRef("query"))
+            .order_by("-latest_batch_id", "pk")
+        )
+        is_copy = Q(copy_of_id__isnull=False)
+        return self.annotate(
+            copy_of_id=Subquery(ahead.values("pk")[:1]),
+            copy_of_name=Subquery(ahead.values("name")[:1]),
+            copy_of_batch_id=Subquery(ahead.values("latest_batch_id")[:1]),
+            progress_ceiling=Case(
+                When(is_copy, then=F("latest_batch_id")), default=None, output_field=BigIntegerField()
+            ),
+            heard_ceiling=Case(When(is_copy, then=F("latest_batch_id")), default=F("latest_batch_id") + 1),
+        )
+
     def with_status_facts(self) -> CheckpointQuerySet:
         """Annotate what the health model needs beyond the row's own columns, one subquery each.
 
         Each subquery is an index lookup per checkpoint: the newest finished sync (sync_run_recent),
-        open issue and error finding counts, and the newest progress of the checkpoint's own
-        batches (unique query, batch_id; the idle query's events carry the next batch id, hence
-        the + 1). Progress of batches past that belongs to another checkpoint of the same query
-        id (a copy, a restored backup) or to batches not synced yet.
+        open issue and error finding counts, the checkpoint ahead of it when it is a copy, and the
+        newest progress up to its heard_ceiling (with_progress_owner).
         """
         findings = self.model._meta.get_field("findings").related_model.objects.open()
         finished = SyncRun.objects.filter(checkpoint=OuterRef("pk"), finished_at__isnull=False).order_by("-started_at")
         progress_model = self.model._meta.get_field("query").related_model._meta.get_field("progress").related_model
         heard = progress_model.objects.filter(
-            query=OuterRef("query"), batch_id__lte=OuterRef("latest_batch_id") + 1
+            query=OuterRef("query"), batch_id__lte=OuterRef("heard_ceiling")
         ).order_by("-batch_id")
         # A run idle at this checkpoint's head: one that reported no batch past it.
         idle_runs = QueryRun.objects.filter(
-            query=OuterRef("query"), last_batch_id__lte=OuterRef("latest_batch_id") + 1, last_idle_at__isnull=False
+            query=OuterRef("query"), last_batch_id__lte=OuterRef("heard_ceiling"), last_idle_at__isnull=False
         ).order_by("-last_idle_at")
-        return self.annotate(
+        return self.with_progress_owner().annotate(
             open_issue_count=count_per_checkpoint(SyncIssue.objects.open()),
             finding_error_count=count_per_checkpoint(findings.filter(severity=SEVERITY_ERROR)),
             finding_warning_count=count_per_checkpoint(findings.filter(severity=SEVERITY_WARNING)),

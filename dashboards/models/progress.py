@@ -11,6 +11,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from django.db import models, transaction
+from django.db.models import OuterRef, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dashboards.models.core import QueryRun, StreamingQuery
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 # HDFSBackedStateStoreProvider's custom metrics: loads served from its cache of recent versions.
 CACHE_HITS = "loadedMapCacheHitCount"
 CACHE_MISSES = "loadedMapCacheMissCount"
+# The largest batch id (a BIGINT): no ceiling on the progress a checkpoint owns.
+NO_CEILING = 2**63 - 1
 # StateOperatorProgress fields stored as columns, by their Python names.
 STATE_OPERATOR_FIGURES = (
     "num_rows_total",
@@ -60,6 +64,18 @@ class BatchProgressManager(models.Manager):
 
 
 class BatchProgressQuerySet(models.QuerySet):
+    def owned_by(self, checkpoint) -> BatchProgressQuerySet:
+        """The progress that is ``checkpoint``'s; it must come from CheckpointQuerySet.with_progress_owner."""
+        owned = self.filter(query_id=checkpoint.query_id)
+        if checkpoint.progress_ceiling is None:
+            return owned
+        return owned.filter(batch_id__lte=checkpoint.progress_ceiling)
+
+    def owned_by_outer_checkpoint(self) -> BatchProgressQuerySet:
+        """owned_by in a subquery of CheckpointQuerySet.with_progress_owner: OuterRef's checkpoint's progress."""
+        ceiling = Coalesce(OuterRef("progress_ceiling"), Value(NO_CEILING))
+        return self.filter(query=OuterRef("query"), batch_id__lte=ceiling)
+
     def for_query(self, query_id) -> BatchProgressQuerySet:
         return self.filter(query_id=query_id).order_by("batch_id")
 

@@ -4,7 +4,8 @@ Spark gives a query a new run id at every start. Per run: when it started and wa
 its batches, and min / median / p95 / max of batch duration, input rate and process rate. The
 spreads are over the run's newest WINDOW_BATCHES batches (said on the page when a run has more),
 read through the (run, batch_id) index, so a run of a million batches costs what one of two
-thousand does. Progress past a checkpoint's own batches is another copy's (progress_ownership).
+thousand does. Progress past a copy's own batches, and the runs that only ran those, are the
+other checkpoint's (CheckpointQuerySet.with_progress_owner).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from django.db.models import Max, Min
+from django.db.models import Exists, Max, Min, OuterRef
 
-from dashboards.health.progress_ownership import progress_ceiling
 from dashboards.models import BatchProgress, Checkpoint, QueryRun
 from dashboards.query_page.chart_series import BatchRange
 
@@ -80,18 +80,17 @@ def runs_section(checkpoint: Checkpoint, chosen_range: BatchRange | None = None)
     run), and the same figures over the batches of ``chosen_range`` when it bounds anything."""
     if checkpoint.query_id is None:
         return RunsSection([], 0)
-    ceiling = progress_ceiling(checkpoint)
-    progress = BatchProgress.objects.filter(
-        query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id")
-    )
+    progress = BatchProgress.objects.owned_by(checkpoint)
     # QueryRun.last_batch_id is the newest batch a run reported: the runs in the order they ran.
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
+    if checkpoint.progress_ceiling is not None:
+        runs = runs.filter(Exists(progress.filter(run=OuterRef("pk"))))
     newest = runs.order_by("-last_batch_id", "-pk")[:RUNS_SHOWN]
     summaries = [_summary(progress.filter(run=run), run.run_id, run.started_at) for run in newest]
     chosen = None
     if chosen_range is not None and chosen_range.as_query():
         in_range = BatchProgress.objects.filter(
-            query_id=checkpoint.query_id, **chosen_range.capped_at(ceiling).lookups("batch_id")
+            query_id=checkpoint.query_id, **chosen_range.capped_at(checkpoint.progress_ceiling).lookups("batch_id")
         )
         chosen = _summary(in_range, None, None)
     return RunsSection([summary for summary in summaries if summary is not None], runs.count(), chosen)

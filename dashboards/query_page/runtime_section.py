@@ -12,7 +12,6 @@ from datetime import datetime
 
 from django.urls import reverse
 
-from dashboards.health.progress_ownership import progress_ceiling
 from dashboards.models import BatchProgress, Checkpoint, StateOperatorMetrics
 from dashboards.query_page.chart_series import BatchRange
 from dashboards.query_page.fragments import cached_text
@@ -43,15 +42,12 @@ class RuntimeSection:
 
 
 def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
-    """The newest progress of the checkpoint's query (one index lookup) and the charts it allows."""
-    own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
-    latest = (
-        BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).order_by("-batch_id").first()
-        if checkpoint.query_id is not None
-        else None
-    )
+    """The newest progress the checkpoint owns (one index lookup) and the charts it allows."""
+    owned = BatchProgress.objects.owned_by(checkpoint)
+    latest = owned.order_by("-batch_id").first() if checkpoint.query_id is not None else None
     if latest is None:
         return RuntimeSection(None, None, "", 0, ())
+    # Whether the query is stateful: the same for every copy of it, so the query's whole progress tells.
     has_state = StateOperatorMetrics.objects.filter(progress__query_id=checkpoint.query_id).exists()
     charts = tuple(chart for chart in RUNTIME_CHARTS if has_state or not chart.is_stateful)
     behind = max(0, (checkpoint.latest_batch_id or 0) - latest.batch_id)

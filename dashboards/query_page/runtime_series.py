@@ -19,7 +19,6 @@ from django.db.models import BigIntegerField, Case, F, FloatField, Func, QuerySe
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, NullIf
 
-from dashboards.health.progress_ownership import progress_ceiling
 from dashboards.models import (
     CACHE_HITS,
     CACHE_MISSES,
@@ -100,7 +99,7 @@ def _sampled(
     point: Callable[[dict], object],
 ) -> SampledSeries:
     """Downsample ``rows`` of the checkpoint's query in ``shape``, the settled buckets cached under ``kind``."""
-    batch_range = batch_range.capped_at(progress_ceiling(checkpoint))
+    batch_range = batch_range.capped_at(checkpoint.progress_ceiling)
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
     span = key_span(progress, "batch_id")
     width = bucket_width(span, shape, max_points=RUNTIME_MAX_POINTS)
@@ -181,8 +180,5 @@ def lag_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:
 
 def runtime_version(checkpoint: Checkpoint) -> tuple:
     """What moves when progress arrives: the span of its batch ids (one index lookup)."""
-    ceiling = progress_ceiling(checkpoint)
-    progress = BatchProgress.objects.filter(
-        query_id=checkpoint.query_id, **BatchRange(None, ceiling).lookups("batch_id")
-    )
+    progress = BatchProgress.objects.owned_by(checkpoint)
     return (*checkpoint_identity(checkpoint), checkpoint.query_id, *key_span(progress, "batch_id"))

@@ -50,9 +50,15 @@ CHECKPOINTS_PER_PAGE = 50
 TRIGGER_SAMPLE_BATCHES = 200
 
 
-def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int) -> Checkpoint:
-    """Every signed-in user may view every checkpoint; per-team visibility would go here."""
-    return get_object_or_404(Checkpoint.objects.select_related("query"), pk=checkpoint_id)
+def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int, *, with_status_facts: bool = False) -> Checkpoint:
+    """Every signed-in user may view every checkpoint; per-team visibility would go here.
+
+    The checkpoint comes with which progress is its own (CheckpointQuerySet.with_progress_owner),
+    and with the health model's figures when asked.
+    """
+    checkpoints = Checkpoint.objects.select_related("query")
+    checkpoints = checkpoints.with_status_facts() if with_status_facts else checkpoints.with_progress_owner()
+    return get_object_or_404(checkpoints, pk=checkpoint_id)
 
 
 @login_required
@@ -85,7 +91,7 @@ def _checkpoint_page_context(request: HttpRequest) -> dict:
 
 @login_required
 def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id, with_status_facts=True)
     context = {
         "checkpoint": checkpoint,
         **_health_context(checkpoint),
@@ -104,7 +110,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 
 @login_required
 def checkpoint_health_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id, with_status_facts=True)
     context = {"checkpoint": checkpoint, **_health_context(checkpoint)}
     return render(request, "dashboards/partials/checkpoint_health.html", context)
 
@@ -239,9 +245,8 @@ def _health_context(checkpoint: Checkpoint) -> dict:
 
 
 def _status_context(checkpoint: Checkpoint) -> dict:
-    """The health model's status of the checkpoint, from the figures the list reads too."""
-    with_facts = Checkpoint.objects.with_status_facts().get(pk=checkpoint.pk)
-    facts = with_facts.status_facts()
+    """The health model's status of the checkpoint (fetched with_status_facts), from the figures the list reads too."""
+    facts = checkpoint.status_facts()
     status = assess(facts, now=timezone.now(), thresholds=Thresholds.from_settings(settings))
     return {"status": status, "last_heard_at": facts.last_heard_at}
 

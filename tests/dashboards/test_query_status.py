@@ -265,3 +265,24 @@ def test_a_disabled_checkpoint_is_judged_only_on_what_does_not_age():
 )
 def test_a_trigger_interval_is_learned_only_from_regular_batches_that_kept_up(gaps, durations, expected):
     assert learn_trigger_interval(gaps, durations) == expected
+
+
+def test_a_copy_behind_another_checkpoint_of_its_query_is_stopped_and_says_whose_copy_it_is():
+    # Copied (cp -a) from LIVE's checkpoint and registered 2 s later; LIVE's progress keeps arriving.
+    copy = replace(LIVE, copy_of="orders", copy_of_batch_id=181, registered_at=NOW - timedelta(seconds=2))
+
+    status = status_of(copy)
+
+    assert status.state is State.STOPPED
+    assert status.reason == (
+        "a copy of orders (same query id, at batch 181): its own batches end at batch 178, "
+        "planned 2026-11-25 11:59:56 UTC; later progress belongs to orders"
+    )
+    assert status.since == LIVE.latest_batch_at
+    assert [condition.state for condition in status.conditions] == [State.STOPPED]
+
+
+def test_a_copy_that_planned_a_batch_since_it_was_registered_runs_on_its_own_evidence():
+    copy = replace(LIVE, copy_of="orders", copy_of_batch_id=181, registered_at=NOW - timedelta(seconds=60))
+
+    assert status_of(copy).state is State.RUNNING

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from dashboards.models import BatchProgress
+from dashboards.models import BatchProgress, Checkpoint
 from dashboards.query_page.run_summary import Spread, nearest_rank
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
@@ -109,8 +109,7 @@ def test_a_run_longer_than_the_window_is_summed_up_over_its_newest_batches(viewe
     newest = [fields for fields in report if fields["batchId"] >= RESTART_AT]
     window = sorted(fields["batchDuration"] for fields in newest[-5:])
 
-    checkpoint.refresh_from_db()
-    section = run_summary.runs_section(checkpoint)
+    section = run_summary.runs_section(Checkpoint.objects.with_progress_owner().get(pk=checkpoint.pk))
 
     run = section.runs[0]
     assert (run.first_batch_id, run.last_batch_id, run.window_first_batch_id, run.batches) == (8, 15, 11, None)

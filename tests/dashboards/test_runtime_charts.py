@@ -541,10 +541,10 @@ def test_a_copy_behind_the_live_checkpoint_shows_only_its_own_batches_progress(
         return max(row["batch_id"] for row in page["results"])
 
     samples = parse_exposition(admin_client.get("/metrics").content.decode())
-    # The copy takes progress up to its newest batch + 1 (the batch it would plan next); the live one all of it.
-    assert (newest_drawn(copy), newest_drawn(dedup)) == (14, 15)
-    assert (newest_served(copy), newest_served(dedup)) == (14, 15)
-    assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "copy") == 14
+    # The copy takes progress up to its newest batch (batch 14 is the live one's, never the copy's); the live one all.
+    assert (newest_drawn(copy), newest_drawn(dedup)) == (13, 15)
+    assert (newest_served(copy), newest_served(dedup)) == (13, 15)
+    assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "copy") == 13
     assert checkpoint_sample(samples, "ckptweb_progress_batch_id", "file_source_dedup") == 15
 
 

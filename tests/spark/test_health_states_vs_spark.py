@@ -35,6 +35,7 @@ from pipelines.queries import (
     windowed_agg_noop_query,
 )
 from prometheus.scenario import checkpoint_sample, parse_exposition
+from spark.live_copy import batches_done, copy_between_batches, wait_for
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
@@ -65,18 +66,6 @@ EXPECTED = {
     "copy": "stopped",
     "nothing": "not-a-checkpoint",
 }
-
-
-def _wait_for(condition, what: str, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
-
-
-def _batches_done(query) -> int:
-    return -1 if query.lastProgress is None else query.lastProgress["batchId"]
 
 
 @pytest.fixture
@@ -165,15 +154,15 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
         checkpoints["nothing"] = make_checkpoint(name="nothing", url=str(checkpoint_roots / "nothing"))
 
         # A few batches on time, then every batch takes longer than the trigger.
-        _wait_for(lambda: _batches_done(behind) >= 2, "three batches on time")
+        wait_for(lambda: batches_done(behind) >= 2, "three batches on time")
         slow.set()
-        copied = _copy_between_batches(
+        copied = copy_between_batches(
             running, checkpoint_roots / "running" / "checkpoint", checkpoint_roots / "copy" / "checkpoint"
         )
         checkpoints["copy"] = make_checkpoint(name="copy", url=str(copied))
-        slow_from = _batches_done(behind) + 2
-        _wait_for(lambda: _batches_done(behind) >= slow_from + 7, "eight batches slower than the trigger", timeout=300)
-        _wait_for(lambda: _copy_is_quiet(copied), "the copy's quiet period")
+        slow_from = batches_done(behind) + 2
+        wait_for(lambda: batches_done(behind) >= slow_from + 7, "eight batches slower than the trigger", timeout=300)
+        wait_for(lambda: _copy_is_quiet(copied), "the copy's quiet period")
 
         for checkpoint in checkpoints.values():
             sync_checkpoint(checkpoint.pk)
@@ -210,18 +199,6 @@ def _write_event_file(folder: Path, number: int) -> None:
     (folder / f"{number}.json").write_text(
         f'{{"id": "e{number}", "event_time": "2024-01-01T00:00:0{number}Z", "value": {number}}}\n'
     )
-
-
-def _copy_between_batches(query, source: Path, target: Path) -> Path:
-    """Copy a live checkpoint as a backup taken between two batches would be (every offsets/N has
-    its commits/N); one taken mid-batch is a run killed mid-batch, which the test builds apart."""
-    for _ in range(20):
-        _wait_for(lambda: not query.status["isTriggerActive"], "a moment between two batches")
-        shutil.copytree(source, target)
-        if {p.name for p in (target / "offsets").iterdir()} == {p.name for p in (target / "commits").iterdir()}:
-            return target
-        shutil.rmtree(target)
-    raise AssertionError(f"every copy of {source} caught a batch half-written")
 
 
 def _copy_is_quiet(copied: Path) -> bool:

@@ -8,7 +8,6 @@ the same (query id, batch id), and the batch page shows Spark's own figures.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -16,19 +15,12 @@ from dashboards.models import BatchProgress
 from factories import make_checkpoint
 from pipelines.progress_listener import CkptwebProgressListener
 from pipelines.queries import FIXTURE_START_MS, RateSpec, stop_between_batches, windowed_agg_noop_query
+from spark.live_copy import batches_done, wait_for
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 
 BATCHES = 4
-
-
-def _wait_for(condition, what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(
@@ -44,13 +36,13 @@ def test_progress_of_a_running_query_reaches_ckptweb_and_meets_its_batches(
         .start()
     )
     try:
-        _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= BATCHES - 1, "batches")
+        wait_for(lambda: batches_done(query) >= BATCHES - 1, "batches", timeout=180)
     finally:
         stop_between_batches(query, timeout_seconds=60)
     reported = [json.loads(progress.json) for progress in query.recentProgress]
     # Spark's listener bus delivers events asynchronously: the last ones may still be on their way.
     progress_of_query = BatchProgress.objects.filter(query__query_id=str(query.id))
-    _wait_for(lambda: progress_of_query.count() == len(reported), "every batch's progress in ckptweb", timeout=60)
+    wait_for(lambda: progress_of_query.count() == len(reported), "every batch's progress in ckptweb", timeout=60)
     spark.streams.removeListener(listener)
     assert listener.close(timeout_seconds=60), "the listener did not send or spool its queue within 60 s"
 

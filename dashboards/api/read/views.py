@@ -37,9 +37,7 @@ from dashboards.api.read.serializers import (
 )
 from dashboards.api.read.signature import Freshness, freshness_of
 from dashboards.api.responses import read_responses
-from dashboards.health.progress_ownership import progress_ceiling
 from dashboards.models import BatchProgress, Checkpoint
-from dashboards.query_page.chart_series import BatchRange
 from dashboards.views.pages import get_checkpoint_for_user
 
 FRESHNESS_FIELDS = {
@@ -197,9 +195,8 @@ class ProgressList(CheckpointRowsView):
 
     def rows(self, checkpoint: Checkpoint) -> QuerySet:
         # Progress belongs to the query; a checkpoint whose metadata was never read has none, and
-        # one behind a copy of its query stops at its own batches (dashboards/health/progress_ownership.py).
-        own = BatchRange(None, progress_ceiling(checkpoint)).lookups("batch_id")
-        return BatchProgress.objects.filter(query_id=checkpoint.query_id, **own).select_related("run")
+        # a copy stops at its own batches (CheckpointQuerySet.with_progress_owner).
+        return BatchProgress.objects.owned_by(checkpoint).select_related("run")
 
 
 @extend_schema_view(get=page_schema("StatePartitionPage", StatePartitionSerializer, "id"))
