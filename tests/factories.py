@@ -1,5 +1,8 @@
 """Small explicit factories: defaults filled with setdefault, deterministic values."""
 
+import json
+from datetime import UTC, datetime
+
 
 def make_checkpoint(**overrides):
     from dashboards.models import Checkpoint
@@ -44,3 +47,9 @@ def long_stateless_history(checkpoint_dir, *, batches: int, idle_seconds: float 
     stamp = time.time() - idle_seconds
     for path in checkpoint_dir.rglob("*"):
         os.utime(path, (stamp, stamp))
+
+
+def planned_at(checkpoint_dir, batch_id: int) -> datetime:
+    """When Spark planned a batch: the batchTimestampMs of its offsets file (a sync "while it runs" is then)."""
+    metadata = (checkpoint_dir / "offsets" / str(batch_id)).read_text().splitlines()[1]
+    return datetime.fromtimestamp(json.loads(metadata)["batchTimestampMs"] / 1000, tz=UTC)

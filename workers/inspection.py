@@ -10,7 +10,7 @@ Reading happens before the database transaction; storing happens inside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,11 +18,13 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
+from dashboards.health.query_status import Thresholds, stall_seconds
 from dashboards.models import Checkpoint, CompactFile, DirectoryInventory, Finding, MetadataLog
 from workers.checkpoint.integrity.checks import run_checks
 from workers.checkpoint.integrity.facts import CheckpointFacts
 from workers.checkpoint.integrity.findings import Finding as CheckFinding
 from workers.checkpoint.integrity.gather import gather_facts
+from workers.checkpoint.integrity.running import RUNNING_BATCH_CODES, hold_back_running_batch
 from workers.checkpoint.inventory import DirectoryInventory as InventoryRow
 from workers.checkpoint.inventory import TreeListing, build_inventory
 from workers.checkpoint.metadatalog import MetadataLogSummary
@@ -36,6 +38,7 @@ from workers.state_partitions import (
     store_state_partitions,
     stored_state_commits,
 )
+from workers.status_figures import rhythm_of
 from workers.storage_options import open_storage
 
 SEVERITY = {"error": Finding.Severity.ERROR, "warning": Finding.Severity.WARNING, "info": Finding.Severity.INFO}
@@ -88,14 +91,19 @@ def listing_of_logs(facts: CheckpointFacts | None) -> TreeListing | None:
 
 
 def read_inspection(
-    storage: CheckpointStorage, facts: CheckpointFacts, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
+    storage: CheckpointStorage,
+    facts: CheckpointFacts,
+    checkpoint: Checkpoint,
+    new_commits: Mapping[int, Any],
+    now: datetime,
 ) -> Inspection:
     """Turn the walk's facts into findings, inventory and logs, then size the state.
 
     State rows are counted at the version a restart loads (newest committed batch + 1), with
     the codec and row-checksum setting the newest offsets file pinned. ``new_commits`` are the
     commits this sync just read (not stored yet): with the stored ones they give the unique ids
-    of RocksDB checkpoint format 2.
+    of RocksDB checkpoint format 2. Findings about a newest batch that may still be running wait
+    until it is overdue by the query's own rhythm (``settled_findings``).
     """
     logs = [
         replace(log.outcome.value, path=log.path)
@@ -117,10 +125,30 @@ def read_inspection(
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
     unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
+    findings = settled_findings(facts, checkpoint, now)
     batch_id = facts.offset_ids[-1] if facts.offset_ids else None
-    return Inspection(
-        logs, inventory, run_checks(facts), state, unreadable, version if fan_out else None, fan_out, batch_id
-    )
+    return Inspection(logs, inventory, findings, state, unreadable, version if fan_out else None, fan_out, batch_id)
+
+
+def settled_findings(facts: CheckpointFacts, checkpoint: Checkpoint, now: datetime) -> list[CheckFinding]:
+    """Every finding, but those about the newest batch while it is younger than its stall time
+    (the health model's: a batch is overdue when it would be called stalled)."""
+    overdue_after = stall_seconds(rhythm_of(checkpoint), Thresholds.from_settings(settings))
+    return hold_back_running_batch(run_checks(facts), facts, now=now.timestamp(), overdue_after_seconds=overdue_after)
+
+
+def findings_to_check_again(checkpoint: Checkpoint, new_commit_ids: Iterable[int]) -> bool:
+    """Tell whether newly read commits settle an open finding about the batches without one.
+
+    Such a finding (the newest batch planned but not committed, or several) is checked again by
+    the sync that reads the commit, instead of staying until the next full pass.
+    """
+    newest = max(new_commit_ids, default=None)
+    if newest is None:
+        return False
+    open_paths = checkpoint.findings.open().filter(code__in=RUNNING_BATCH_CODES).values_list("path", flat=True)
+    batch_ids = [path.rpartition("/")[2] for path in open_paths]  # offsets/<N>
+    return any(batch_id.isdigit() and int(batch_id) <= newest for batch_id in batch_ids)
 
 
 def _latest_conf(facts: CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str, str]:

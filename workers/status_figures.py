@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from datetime import datetime
 
-from dashboards.health.query_status import learn_trigger_interval
+from dashboards.health.query_status import StatusFacts, learn_trigger_interval
 from dashboards.models import BatchProgress, Checkpoint
 
 HISTORY_BATCHES = 100
@@ -53,6 +53,20 @@ def refresh_status_figures(checkpoint: Checkpoint, now: datetime) -> None:
     _set_lag_figures(checkpoint, recent)
     checkpoint.status_figures_at = now
     checkpoint.save(update_fields=list(FIGURE_FIELDS))
+
+
+def rhythm_of(checkpoint: Checkpoint) -> StatusFacts:
+    """The health model's input as far as the query's rhythm goes (trigger, usual gap, usual batch
+    duration), for the workers' own judgements of "a batch is due" and "a batch is overdue"."""
+    return StatusFacts(
+        trigger_interval_seconds=checkpoint.expected_trigger_seconds or _seconds(checkpoint.trigger_interval_ms),
+        typical_gap_seconds=_seconds(checkpoint.typical_gap_ms),
+        recent_batch_duration_seconds=_seconds(checkpoint.recent_batch_duration_ms),
+    )
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000
 
 
 def _newest_batches(checkpoint: Checkpoint) -> list[tuple[int, int]]:

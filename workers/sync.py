@@ -5,8 +5,9 @@ known batch until one is missing, and commits/N of the new and the still uncommi
 its storage calls grow with what is new, not with the history (workers.checkpoint.probe). A
 reconcile, on the first sync and then every RECONCILE_INTERVAL_SECONDS, lists offsets/ and
 commits/ (two LIST calls) and reads every listed file that has no row yet, which also catches
-files written behind a gap and notes the lowest batch Spark has not purged. Each records what it
-did in a SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
+files written behind a gap and notes the lowest batch Spark has not purged; a probe that finds
+Spark purged past it becomes one at once (workers.purge_catch_up). Each records what it did in a
+SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
 A sync that stores newly committed batches also moves the state figures to the version they
 committed, reading only that version's state files (workers.state_follow), unless the full pass
 runs with it.
@@ -30,9 +31,11 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from dashboards.health.query_status import Thresholds
 from dashboards.models import Batch, Checkpoint, StatePartition, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
 from workers.checkpoint.commits import CommitMetadata
 from workers.checkpoint.errors import CheckpointError, MissingFileError
+from workers.checkpoint.integrity.facts import CheckpointFacts
 from workers.checkpoint.inventory import TreeListing
 from workers.checkpoint.logdir import find_stream_metadata, list_batch_ids, read_commit, read_offset_seq
 from workers.checkpoint.offsets import OffsetSeq
@@ -42,6 +45,7 @@ from workers.checkpoint.rootkinds import classify_checkpoint_root
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.inspection import (
     Inspection,
+    findings_to_check_again,
     inspection_due,
     listing_of_logs,
     read_inspection,
@@ -49,6 +53,7 @@ from workers.inspection import (
     store_inspection,
     walk_checkpoint,
 )
+from workers.purge_catch_up import listing_shows_purge_past, probe_fell_behind_purge
 from workers.state_follow import read_state_follow, store_state_follow
 from workers.status_figures import refresh_status_figures
 from workers.storage_options import open_storage
@@ -114,18 +119,20 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         sink = sink_log_storage(checkpoint)
         # The full pass walks first, so that a reconcile due with it lists nothing twice.
         facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
-        is_reconcile = reconcile_due(checkpoint, run.started_at) or _behind_sparks_purge(
+        is_reconcile = reconcile_due(checkpoint, run.started_at) or listing_shows_purge_past(
             checkpoint, listing_of_logs(facts)
         )
         findings = SyncFindings(is_reconcile=is_reconcile)
-        run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
         with _collector_skips_what_exists_now(), storage.reusing_directories():
-            _read_new_files(checkpoint, storage, findings, listing_of_logs(facts))
+            _read_new_files(checkpoint, storage, findings, listing_of_logs(facts), run.started_at)
+            run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
             findings.root_problem = _root_problem(checkpoint, storage, findings)
-            inspection = None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits)
+            inspection = _inspect(checkpoint, storage, sink, facts, findings, run.started_at)
             # The full pass has just read the state: following it as well would read it twice.
             followed = (
-                read_state_follow(checkpoint, storage, findings.new_commits, run.started_at) if facts is None else []
+                read_state_follow(checkpoint, storage, findings.new_commits, run.started_at)
+                if inspection is None
+                else []
             )
             _store_findings(checkpoint, run, [storage, sink], findings, inspection, followed)
     except CheckpointError as exc:
@@ -137,6 +144,21 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         with contextlib.suppress(DatabaseError):
             _store_failure(checkpoint, run, exc)
         raise
+
+
+def _inspect(
+    checkpoint: Checkpoint,
+    storage: CheckpointStorage,
+    sink: CheckpointStorage | None,
+    facts: CheckpointFacts | None,
+    findings: SyncFindings,
+    now: datetime,
+) -> Inspection | None:
+    """Read the full pass when it is due (``facts`` walked), or when the commits this sync read
+    settle an open finding about the batches that had none (checked again now, not at the next pass)."""
+    if facts is None and findings_to_check_again(checkpoint, findings.new_commits):
+        facts = walk_checkpoint(storage, sink, checkpoint)
+    return None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits, now)
 
 
 @contextlib.contextmanager
@@ -171,20 +193,6 @@ def _root_problem(checkpoint: Checkpoint, storage: CheckpointStorage, findings: 
     return "" if refusal is None else str(refusal)
 
 
-def _behind_sparks_purge(checkpoint: Checkpoint, listing: TreeListing | None) -> bool:
-    """Tell whether Spark deleted the offsets file the probe would ask for next.
-
-    Spark purges offsets and commits older than minBatchesToRetain batches (100 by default): a
-    sync that fell further behind (workers down, a long queue) would probe for a name that is
-    gone and see no new batch until the hourly reconcile. The full pass's listing shows it at no
-    cost; the sync then reads the batches after the gap from that listing.
-    """
-    if listing is None or checkpoint.latest_batch_id is None:
-        return False
-    offset_ids = list_batch_ids(listing, "offsets")
-    return bool(offset_ids) and offset_ids[0] > checkpoint.latest_batch_id + 1
-
-
 def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
     """Tell whether this sync lists the log directories instead of probing the next names."""
     last = checkpoint.last_reconciled_at
@@ -192,15 +200,28 @@ def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
 
 
 def _read_new_files(
-    checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings, listing: TreeListing | None
+    checkpoint: Checkpoint,
+    storage: CheckpointStorage,
+    findings: SyncFindings,
+    listing: TreeListing | None,
+    now: datetime,
 ) -> None:
-    """Read the files not read before; a reconcile lists offsets/ and commits/, or takes them from ``listing``."""
+    """Read the files not read before; a reconcile lists offsets/ and commits/, or takes them from ``listing``.
+
+    A probe that finds Spark purged past it turns into a reconcile at once (workers.purge_catch_up).
+    """
     if checkpoint.query_id is None:
         findings.query_id = _find_query_id(storage, findings)
     if findings.is_reconcile:
         _read_listed_files(checkpoint, storage, findings, listing or storage)
-    else:
-        _read_probed_files(checkpoint, storage, findings)
+        return
+    _read_probed_files(checkpoint, storage, findings)
+    thresholds = Thresholds.from_settings(settings)
+    # A commit read proves Spark has not purged past it (it deletes the oldest first).
+    nothing_new = not findings.new_offsets and not findings.new_commits
+    if nothing_new and probe_fell_behind_purge(checkpoint, storage, now, thresholds):
+        findings.is_reconcile = True
+        _read_listed_files(checkpoint, storage, findings, storage)
 
 
 def _read_probed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:

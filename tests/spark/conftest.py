@@ -29,3 +29,14 @@ def listener(spark, live_server, pipeline_token, tmp_path):
     yield listener
     spark.streams.removeListener(listener)
     listener.close(timeout_seconds=30)
+
+
+@pytest.fixture
+def promtool() -> str:
+    """Debian's promtool, which evaluates the shipped alert rules (tests/spark/health_views.py)."""
+    import shutil
+
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.fail("promtool is not installed: .ci/system-packages installs Debian's prometheus package")
+    return path

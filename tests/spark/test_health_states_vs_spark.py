@@ -12,20 +12,15 @@ ckptweb_checkpoint_condition samples) must all say the state the scenario built.
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-import yaml
-from django.urls import reverse
 
 from dashboards.models import Checkpoint
 from factories import make_checkpoint
-from fixture_paths import OUR_FIXTURES, REPO_DIR
+from fixture_paths import OUR_FIXTURES
 from pipelines.queries import (
     FIXTURE_START_MS,
     RateSpec,
@@ -34,9 +29,10 @@ from pipelines.queries import (
     windowed_agg_foreach_batch_query,
     windowed_agg_noop_query,
 )
-from prometheus.scenario import checkpoint_sample, parse_exposition
 from spark.live_copy import batches_done, copy_between_batches, wait_for
 from workers.sync import sync_checkpoint
+
+from .health_views import ALERT_OF_CONDITION, states_shown
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 
@@ -48,15 +44,6 @@ QUIET_SECONDS = 12
 FAST_TRIGGER = "3 seconds"
 RUNNING_TRIGGER = "5 seconds"
 SLOW_BATCH_SECONDS = 8.0
-# The alert each condition of the health model raises (docs/prometheus/alerts.yml).
-ALERT_OF_CONDITION = {
-    "stopped": "CkptwebQueryStopped",
-    "stalled": "CkptwebQueryStalled",
-    "falling-behind": "CkptwebQueryFallingBehind",
-    "damaged": "CkptwebCheckpointDamaged",
-    "not-a-checkpoint": "CkptwebNotACheckpoint",
-    "failing-to-sync": "CkptwebSyncFailing",
-}
 EXPECTED = {
     "running": "running",
     "stopped": "stopped",
@@ -66,14 +53,6 @@ EXPECTED = {
     "copy": "stopped",
     "nothing": "not-a-checkpoint",
 }
-
-
-@pytest.fixture
-def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.fail("promtool is not installed: .ci/system-packages installs Debian's prometheus package")
-    return path
 
 
 @pytest.fixture
@@ -166,7 +145,7 @@ def test_the_list_the_query_page_metrics_and_alerts_agree_on_each_state_spark_le
 
         for checkpoint in checkpoints.values():
             sync_checkpoint(checkpoint.pk)
-        shown = _states_shown(admin_client, checkpoints, promtool, tmp_path)
+        shown = states_shown(admin_client, checkpoints, promtool, tmp_path)
     finally:
         for query in queries:
             if query.isActive:
@@ -204,96 +183,3 @@ def _write_event_file(folder: Path, number: int) -> None:
 def _copy_is_quiet(copied: Path) -> bool:
     newest = max(path.stat().st_mtime for path in (copied / "offsets").iterdir())
     return time.time() - newest > QUIET_SECONDS + 2
-
-
-def _states_shown(client, checkpoints: dict[str, Checkpoint], promtool: str, tmp_path: Path) -> dict[str, dict]:
-    """What the list, each query page, /metrics and the alert rules say of each checkpoint."""
-    listing = client.get(reverse("dashboards:checkpoint-list")).content.decode()
-    in_list = dict(re.findall(r'data-checkpoint="([^"]+)" data-status="([^"]+)"', listing))
-    samples = parse_exposition(client.get("/metrics").content.decode())
-    firing = _alerts_firing(samples, list(checkpoints), promtool, tmp_path)
-    shown = {}
-    for name, checkpoint in checkpoints.items():
-        page = client.get(checkpoint.get_absolute_url()).content.decode()
-        header = re.search(r'id="query-status" data-status="([^"]+)"', page).group(1)
-        metrics = [
-            slug
-            for slug in _slugs(samples)
-            if checkpoint_sample(samples, "ckptweb_checkpoint_status", name, state=slug) == 1
-        ]
-        shown[name] = {
-            "list": in_list.get(name),
-            "header": header,
-            "metrics": metrics[0] if len(metrics) == 1 else metrics,
-            "alerts": firing[name],
-        }
-    return shown
-
-
-def _slugs(samples: dict) -> set[str]:
-    return {dict(labels)["state"] for name, labels in samples if name == "ckptweb_checkpoint_status"}
-
-
-def _alerts_firing(samples: dict, names: list[str], promtool: str, tmp_path: Path) -> dict[str, list[str]]:
-    """Run promtool's rule tests over the scraped conditions held for 40 minutes, once per
-    alert, expecting exactly the alerts ALERT_OF_CONDITION gives; read back which fired."""
-    series = []
-    expected: dict[str, list[dict]] = {alert: [] for alert in ALERT_OF_CONDITION.values()}
-    for (sample, labels), value in samples.items():
-        found = dict(labels)
-        if sample != "ckptweb_checkpoint_condition" or found["checkpoint"] not in names:
-            continue
-        found = {key: val for key, val in found.items() if val}  # Prometheus drops empty labels
-        selector = ",".join(f'{key}="{val}"' for key, val in sorted({"job": "ckptweb", **found}.items()))
-        series.append({"series": f"ckptweb_checkpoint_condition{{{selector}}}", "values": f"{int(value)}x40"})
-        if value == 1 and found["state"] in ALERT_OF_CONDITION:
-            expected[ALERT_OF_CONDITION[found["state"]]].append(
-                _expected_alert(ALERT_OF_CONDITION[found["state"]], found)
-            )
-    rules = REPO_DIR / "docs" / "prometheus" / "alerts.yml"
-    tests = {
-        "rule_files": [str(rules)],
-        "evaluation_interval": "1m",
-        "tests": [
-            {
-                "interval": "1m",
-                "input_series": series,
-                "alert_rule_test": [
-                    {"eval_time": "30m", "alertname": alert, "exp_alerts": cases} for alert, cases in expected.items()
-                ],
-            }
-        ],
-    }
-    (tmp_path / "health_test.yml").write_text(yaml.safe_dump(tests))
-    result = subprocess.run(
-        [promtool, "test", "rules", str(tmp_path / "health_test.yml")], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return {
-        name: sorted(
-            alert
-            for alert, cases in expected.items()
-            if any(case["exp_labels"]["checkpoint"] == name for case in cases)
-        )
-        for name in names
-    }
-
-
-def _expected_alert(alert: str, labels: dict[str, str]) -> dict:
-    """The alert as alerts.yml renders it for these labels (its templates use only these two)."""
-    rule = next(
-        rule
-        for group in yaml.safe_load((REPO_DIR / "docs" / "prometheus" / "alerts.yml").read_text())["groups"]
-        for rule in group["rules"]
-        if rule.get("alert") == alert
-    )
-
-    def render(text: str) -> str:
-        return text.replace("{{ $labels.checkpoint }}", labels["checkpoint"]).replace(
-            "{{ $labels.query_name }}", labels.get("query_name", "")
-        )
-
-    return {
-        "exp_labels": {"job": "ckptweb", **labels, **rule["labels"]},
-        "exp_annotations": {key: render(value.strip()) for key, value in rule["annotations"].items()},
-    }

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from dashboards.models import SyncRun
+from dashboards.models import Checkpoint, SyncRun
 from factories import make_checkpoint
 from pipelines.generate_fixtures import RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import stop_between_batches, windowed_agg_noop_query
@@ -139,13 +139,16 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
     settings.STATE_KEYS_DIR = tmp_path / "statekeys"
     base = tmp_path / "live"
     _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES - 1)
-    live = make_checkpoint(name="live", url=str(base / "checkpoint"))
+    # The trigger is given, as for a query one knows: a probe behind Spark's purge follows it.
+    live = make_checkpoint(name="live", url=str(base / "checkpoint"), expected_trigger_seconds=1)
     sync_checkpoint(live.pk)
     # A copy of the checkpoint as it stands now (a backup restored beside it): same query id.
     shutil.copytree(base / "checkpoint", tmp_path / "copy" / "checkpoint")
     copy = make_checkpoint(name="copy", url=str(tmp_path / "copy" / "checkpoint"))
     sync_checkpoint(copy.pk)
-    first_version = FIRST_BATCHES  # batch N commits version N + 1
+    # The query may have committed a batch more than asked before it stopped: read where it did.
+    copied = list_batch_ids(CheckpointStorage(str(tmp_path / "copy" / "checkpoint")), "commits")[-1]
+    first_version = copied + 1  # batch N commits version N + 1
 
     # The dashboard syncs as the query goes (Spark purges offsets and commits older than 2 batches
     # too), until Spark's maintenance has removed the version the first sync showed.
@@ -155,7 +158,8 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
             break
         newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
         _run_until(spark, base, CLEANING_CONF, newest + 1)
-        assert sync_checkpoint(live.pk).new_commits >= 1
+        run = sync_checkpoint(live.pk)
+        assert run.new_commits >= 1, (run.kind, run.message, newest)
         sync_checkpoint(copy.pk)
     assert not list(first_files.glob(f"{first_version}.*")), (
         f"Spark kept version {first_version} for {MAX_BATCHES_TO_CLEANUP} batches"
@@ -171,13 +175,13 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
     assert (sample.error, sample.note, sample.version) == ("", "", newest + 1)
     assert len(sample.rows) == min(partition.rows, 50)
 
-    # The copy stopped at batch FIRST_BATCHES - 1: its figures stay its own.
+    # The copy stopped at batch ``copied``: its figures stay its own.
     copy_partitions = list(copy.state_partitions.order_by("partition"))
     assert {p.rows_version for p in copy_partitions} == {first_version}
-    ours = _spark_counts(spark, tmp_path / "copy" / "checkpoint", FIRST_BATCHES - 1)
+    ours = _spark_counts(spark, tmp_path / "copy" / "checkpoint", copied)
     assert {p.partition: p.rows for p in copy_partitions} == {p: ours.get(p, 0) for p in (0, 1)}
     copy_line = _as_of_line(viewer_client, copy)
-    assert copy_line.startswith(f"As of batch {FIRST_BATCHES - 1} (state version {first_version}), read ")
+    assert copy_line.startswith(f"As of batch {copied} (state version {first_version}), read ")
     assert "behind" not in copy_line
     copy_sample = _decode_sample(
         viewer_client, max(copy_partitions, key=lambda p: p.rows), django_capture_on_commit_callbacks
@@ -185,23 +189,22 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
     assert (copy_sample.error, copy_sample.version) == ("", first_version)
 
 
-def test_a_sync_that_fell_behind_sparks_log_purge_catches_up_at_the_next_full_pass(spark, tmp_path, settings):
+def test_a_sync_that_fell_behind_sparks_log_purge_catches_up_at_once(spark, tmp_path, settings):
     settings.CHECKPOINT_ROOTS = [str(tmp_path)]
     settings.STATE_KEYS_DIR = tmp_path / "statekeys"
     base = tmp_path / "behind"
     checkpoint_dir = base / "checkpoint"
     _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES - 1)
-    checkpoint = make_checkpoint(name="behind", url=str(checkpoint_dir))
+    # The trigger is given, as for a query one knows: the probe's look for a purge follows it.
+    checkpoint = make_checkpoint(name="behind", url=str(checkpoint_dir), expected_trigger_seconds=1)
     sync_checkpoint(checkpoint.pk)
+    stored = Checkpoint.objects.get(pk=checkpoint.pk).latest_batch_id
     # No sync while the query runs 6 batches: Spark purges the offsets file the next probe would read.
-    _run_until(spark, base, CLEANING_CONF, FIRST_BATCHES + 5)
+    _run_until(spark, base, CLEANING_CONF, stored + 6)
     offset_ids = list_batch_ids(CheckpointStorage(str(checkpoint_dir)), "offsets")
-    assert offset_ids[0] > FIRST_BATCHES, offset_ids
+    assert offset_ids[0] > stored + 1, offset_ids
 
-    probe = sync_checkpoint(checkpoint.pk)  # neither the full pass nor the hourly reconcile is due
-    assert (probe.kind, probe.new_commits) == (SyncRun.Kind.PROBE, 0)
-    settings.INSPECT_INTERVAL_SECONDS = 0
-    caught_up = sync_checkpoint(checkpoint.pk)
+    caught_up = sync_checkpoint(checkpoint.pk)  # neither the full pass nor the hourly reconcile is due
 
     checkpoint.refresh_from_db()
     newest = list_batch_ids(CheckpointStorage(str(checkpoint_dir)), "commits")[-1]

@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dashboards.models import Checkpoint, DirectoryInventory, Finding, MetadataLog
-from factories import make_checkpoint, write_sink_log
+from dashboards.models import Checkpoint, DirectoryInventory, Finding, MetadataLog, SyncRun
+from factories import make_checkpoint, planned_at, write_sink_log
 from fixture_paths import OUR_FIXTURES
 from workers.sync import sync_checkpoint
 
@@ -179,3 +179,50 @@ def test_the_configured_compact_interval_applies_until_the_sink_log_compacts(cop
 
     sink = MetadataLog.objects.get(checkpoint=checkpoint)
     assert (sink.compact_interval, sink.next_compaction_batch_id) == (5, 4)
+
+
+WINDOWED = OUR_FIXTURES / "windowed_agg_file_sink" / "checkpoint"
+
+
+@pytest.fixture
+def batch_11_running(copy_checkpoint, tmp_path):
+    """The windowed aggregation as it stood while batch 11 ran: its commit put aside, and when Spark planned it."""
+    root = copy_checkpoint(WINDOWED, "running")
+    aside = tmp_path / "commit-11"
+    aside.mkdir()
+    for name in ("11", ".11.crc"):
+        (root / "commits" / name).rename(aside / name)
+    return root, aside, planned_at(root, 11)
+
+
+def _open_findings(checkpoint: Checkpoint) -> list[tuple[str, str]]:
+    return list(checkpoint.findings.open().values_list("code", "path"))
+
+
+def test_a_full_pass_while_the_newest_batch_runs_reports_it_only_once_it_is_overdue(batch_11_running, settings):
+    root, _, planned = batch_11_running
+    settings.HEALTH_STALLED_AFTER_SECONDS = 120
+    checkpoint = make_checkpoint(url=str(root))
+
+    sync_checkpoint(checkpoint.pk, now=planned + timedelta(seconds=5))
+    running = _open_findings(checkpoint)
+    sync_checkpoint(checkpoint.pk, now=planned + timedelta(seconds=5 + settings.INSPECT_INTERVAL_SECONDS))
+    overdue = _open_findings(checkpoint)
+
+    assert running == []
+    assert overdue == [("batch-uncommitted", "offsets/11")]
+
+
+def test_a_finding_about_a_batch_is_checked_again_by_the_sync_that_reads_its_commit(batch_11_running):
+    root, aside, planned = batch_11_running
+    checkpoint = make_checkpoint(url=str(root))
+    first = sync_checkpoint(checkpoint.pk, now=planned + timedelta(hours=1))  # long overdue: reported
+    assert _open_findings(checkpoint) == [("batch-uncommitted", "offsets/11")]
+    for name in (".11.crc", "11"):  # the batch ends after all
+        (aside / name).rename(root / "commits" / name)
+
+    run = sync_checkpoint(checkpoint.pk, now=first.started_at + timedelta(seconds=30))  # no full pass due
+
+    assert (run.kind, run.new_commits) == (SyncRun.Kind.PROBE, 1)
+    assert _open_findings(checkpoint) == []
+    assert Finding.objects.get(checkpoint=checkpoint, code="batch-uncommitted").resolved_at == run.started_at

@@ -17,7 +17,7 @@ import pytest
 from django.urls import reverse
 
 from dashboards.models import Checkpoint, StatePartition, SyncRun
-from factories import make_checkpoint
+from factories import make_checkpoint, planned_at
 from fixture_paths import OUR_FIXTURES
 from workers.checkpoint.statekeys import parse_state_keys, state_keys_of
 from workers.state_follow import keys_folder, keys_path, save_state_keys
@@ -67,7 +67,9 @@ def held_back(copy_checkpoint, settings, tmp_path):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.move(path, target)
         checkpoint = make_checkpoint(name=name, url=str(root))
-        sync_checkpoint(checkpoint.pk)  # the first sync: a reconcile and a full pass, at version 10
+        # The first sync (a reconcile and a full pass, at version 10) while the query runs: just
+        # after Spark planned batch 11, so that no finding waits for the commits given back.
+        sync_checkpoint(checkpoint.pk, now=planned_at(root, HELD_BACK[-1]) + timedelta(seconds=1))
         return checkpoint, root, aside
 
     return make
@@ -209,7 +211,7 @@ def test_a_checkpoint_without_state_costs_no_storage_call_more(copy_checkpoint, 
     aside.mkdir()
     shutil.move(root / "commits" / "11", aside / "11")
     checkpoint = make_checkpoint(name="stateless", url=str(root))
-    sync_checkpoint(checkpoint.pk)
+    sync_checkpoint(checkpoint.pk, now=planned_at(root, 11) + timedelta(seconds=1))  # while batch 11 runs
 
     run = _give_back(checkpoint, root, aside, 11)
 

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from dashboards.models import Batch, Checkpoint, SyncIssue, SyncRun
-from factories import make_checkpoint
+from factories import make_checkpoint, planned_at
 from fixture_paths import SPARK_TEST_RESOURCES, our_fixture_checkpoints
 from workers.sync import sync_checkpoint
 
@@ -66,10 +66,11 @@ def test_batch_row_holds_the_offsets_metadata_and_sources_as_written(copy_checkp
 def test_second_sync_reads_only_the_new_files(copy_checkpoint):
     directory = copy_checkpoint(INCONSISTENT)
     checkpoint = make_checkpoint(url=str(directory))
-    sync_checkpoint(checkpoint.pk)
+    # While batch 4 runs, as for a live query: no finding about it waits for the next commit.
+    first = sync_checkpoint(checkpoint.pk, now=planned_at(directory, 4) + timedelta(seconds=1))
     _append_batch(directory, 5, committed=True)
 
-    run = sync_checkpoint(checkpoint.pk)
+    run = sync_checkpoint(checkpoint.pk, now=first.started_at + timedelta(seconds=1))
 
     assert _batch_ids(checkpoint) == [0, 1, 2, 4, 5]
     # A probe, no listing: offsets/5 (found), offsets/6 (missing: the end), commits/4 (missing:
@@ -81,10 +82,11 @@ def test_second_sync_reads_only_the_new_files(copy_checkpoint):
 def test_a_commit_written_after_the_first_sync_commits_the_known_batch(copy_checkpoint):
     directory = copy_checkpoint(INCONSISTENT)
     checkpoint = make_checkpoint(url=str(directory))
-    sync_checkpoint(checkpoint.pk)
+    # While batch 4 runs, as for a live query: no finding about it waits for the next commit.
+    first = sync_checkpoint(checkpoint.pk, now=planned_at(directory, 4) + timedelta(seconds=1))
     (directory / "commits" / "4").write_bytes(b'v1\n{"nextBatchWatermarkMs":7}')
 
-    run = sync_checkpoint(checkpoint.pk)
+    run = sync_checkpoint(checkpoint.pk, now=first.started_at + timedelta(seconds=1))
 
     batch = checkpoint.batches.get(batch_id=4)
     assert (batch.is_committed, batch.next_batch_watermark_ms) == (True, 7)

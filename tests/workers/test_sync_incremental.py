@@ -95,6 +95,55 @@ def test_a_purge_by_spark_is_noticed_by_the_reconcile_and_the_rows_are_kept(hist
     assert checkpoint.batches.count() == 52
 
 
+def test_a_probe_that_fell_behind_sparks_log_purge_lists_once_and_stores_what_is_there_now(history):
+    checkpoint, directory = history("outage", 10)
+    first = sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    alive_at = checkpoint.latest_batch_at + timedelta(seconds=1)
+    sync_checkpoint(checkpoint.pk, now=alive_at)  # the query is seen alive, its newest batch just planned
+    # A worker outage: the query runs 20 batches and, keeping 2 (minBatchesToRetain=2), Spark
+    # deletes offsets/10, the name the next probe asks for, and offsets/9, the newest stored.
+    write_batches(directory, range(10, 30), read_template())
+    purge_batches(directory, below=28)
+
+    run = sync_checkpoint(checkpoint.pk, now=alive_at + timedelta(minutes=10))
+
+    # offsets/10 (missing), offsets/9 looked up (gone), offsets/ and commits/ listed, then
+    # offsets/28, offsets/29 and their commits read.
+    assert first.kind == SyncRun.Kind.RECONCILE
+    assert _calls(run) == (SyncRun.Kind.RECONCILE, 2, 1, 5)
+    assert (run.new_batches, run.new_commits) == (2, 2)
+    checkpoint.refresh_from_db()
+    assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id) == (29, 29)
+    assert checkpoint.earliest_stored_batch_id == 28
+    assert list(checkpoint.batches.values_list("batch_id", flat=True).order_by("batch_id")) == [*range(10), 28, 29]
+
+
+def test_a_probe_that_finds_nothing_new_looks_for_a_purge_only_when_the_query_should_have_moved(history):
+    checkpoint, directory = history("quiet", 10)
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    alive_at = checkpoint.latest_batch_at + timedelta(seconds=1)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(expected_trigger_seconds=60)  # a batch a minute
+    sync_checkpoint(checkpoint.pk, now=alive_at)
+
+    runs = [
+        sync_checkpoint(checkpoint.pk, now=alive_at + timedelta(seconds=30)),  # no batch due yet
+        sync_checkpoint(checkpoint.pk, now=alive_at + timedelta(minutes=3)),  # two batches due
+        sync_checkpoint(checkpoint.pk, now=alive_at + timedelta(hours=1)),  # the previous sync saw it alive
+        sync_checkpoint(checkpoint.pk, now=alive_at + timedelta(hours=2)),  # the previous sync saw it stopped
+    ]
+
+    # offsets/10 read (missing: nothing new), and offsets/9 looked up (there: nothing was purged)
+    # only while batches were due.
+    assert [_calls(run) for run in runs] == [
+        (SyncRun.Kind.PROBE, 0, 0, 1),
+        (SyncRun.Kind.PROBE, 0, 1, 1),
+        (SyncRun.Kind.PROBE, 0, 1, 1),
+        (SyncRun.Kind.PROBE, 0, 0, 1),
+    ]
+
+
 def test_a_file_written_behind_a_gap_is_found_by_the_reconcile_only(history, settings):
     checkpoint, directory = history("gap", 10)
     sync_checkpoint(checkpoint.pk)

@@ -118,9 +118,14 @@ def join_path(dirname: str, name: str) -> str:
 
 
 def list_tree(storage: CheckpointStorage, dirname: str = "") -> TreeListing:
-    """List ``dirname`` and every directory below it, one LIST per directory.
+    """List ``dirname`` and every directory below it, one LIST per directory, depth first in name order.
 
     A directory that cannot be listed is recorded in ``failures`` and the walk goes on.
+
+    The order matters while a query runs: Spark writes offsets/N, then the state of version N+1,
+    then commits/N (MicroBatchExecution), so listing commits/ before offsets/ and both before
+    state/ (as name order does) never shows a commit whose offsets or state files were listed
+    too early to be seen.
     """
     directories: dict[str, tuple[FileInfo, ...]] = {}
     failures: list[CheckpointError] = []
@@ -133,7 +138,8 @@ def list_tree(storage: CheckpointStorage, dirname: str = "") -> TreeListing:
             failures.append(exc)
             continue
         directories[current] = entries
-        pending.extend(join_path(current, info.name) for info in entries if info.is_dir)
+        # Pushed in reverse name order, so that the next pop is the first name.
+        pending.extend(sorted((join_path(current, info.name) for info in entries if info.is_dir), reverse=True))
     return TreeListing(dict(sorted(directories.items())), tuple(failures))
 
 

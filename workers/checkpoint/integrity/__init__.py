@@ -28,7 +28,8 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
     file-corrupt             any other content Spark cannot parse
     file-unreadable          a read failed (permission, network), or the file vanished
     offsets-gap              batch ids missing from ``offsets/``
-    batch-uncommitted        the latest batch has offsets but no commit (normal after a stop mid-batch)
+    batch-uncommitted        the latest batch has offsets but no commit (normal after a stop mid-batch;
+                             while the batch may still be running, ``hold_back_running_batch`` drops it)
     uncommitted-batches      more than one batch after the latest commit
     no-commit-log            written by Spark 2.1 or earlier: no ``commits/`` directory and no SQL
                              conf in the offsets (the batches before the latest count as done)
@@ -41,11 +42,13 @@ so, fails soon after); ``warning`` = the restart works but something is wrong or
     temporary-file           a temporary file left by an atomic write (or its checksum)
     orphan-checksum          a Hadoop ``.<name>.crc`` whose file is gone
     state-partition-missing  a state partition directory is missing (an operator Spark runs on one
-                             partition, a global limit or aggregation, has partition 0 only)
+                             partition, a global limit or aggregation, has partition 0 only; never
+                             while the restart loads version 0, which is empty)
     state-version-missing    a state store cannot rebuild the version the restart loads
 
 The package holds the gathering (``gather``), the facts (``facts``), the findings (``findings``),
 one module per group of rules (``files``, ``batchlogs``, ``compactiblelogs``, ``leftovers``,
 ``state``) and the list of rules run (``checks``). Import each name from the module that holds it
 (``from workers.checkpoint.integrity.gather import check_checkpoint``): docs/architecture.md.
+The hold-back of findings about a batch that may still be running is ``running``.
 """

@@ -37,10 +37,12 @@ def check_state(facts: CheckpointFacts) -> Iterator[Finding]:
     version = restart_state_version(facts.offset_ids, facts.commit_ids)
     if version is None:
         return
+    if version == 0:
+        # Batch 0 starts from empty state, with or without directories: a restart loads nothing,
+        # and while batch 0 runs its partitions' directories appear one task at a time.
+        return
     stores = list_state_store_dirs(facts.listing)  # type: ignore[arg-type]
     yield from _missing_partitions(stores, _shuffle_partitions(facts), _one_partition_operators(facts))
-    if version == 0:
-        return  # batch 0 starts from empty state
     for store in stores:
         yield from _unloadable_version(store, version)
 
