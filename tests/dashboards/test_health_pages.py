@@ -49,8 +49,11 @@ def test_compact_size_chart_plots_each_compact_file(viewer_client, synced_dedup)
 
     sizes = figure["data"][0]
     log_dir = Path(sink.path.removeprefix("file://"))
-    assert (sizes["x"], sizes["y"]) == ([11, 14], [(log_dir / f"{b}.compact").stat().st_size for b in (11, 14)])
-    assert [trace["name"] for trace in figure["data"]] == ["compact file bytes", "trend"]
+    on_disk = [(log_dir / f"{b}.compact").stat().st_size for b in (11, 14)]
+    assert 1_024 <= max(on_disk) < 1_024**2  # so the axis is in KB
+    assert (sizes["x"], figure["layout"]["yaxis"]["title"]["text"]) == ([11, 14], "KB")
+    assert [round(kb * 1_024) for kb in sizes["y"]] == on_disk
+    assert [trace["name"] for trace in figure["data"]] == ["compact file size", "trend"]
 
 
 def test_a_log_of_another_checkpoint_is_not_found(viewer_client, synced_dedup):
