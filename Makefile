@@ -11,7 +11,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # fuzzing and Spark ran once, in `make test`. docs/testing.md.
 SQLITE_LEG_MARKERS := (database or embedded) and not spark
 
-.PHONY: demo test test-sqlite lint fixtures
+.PHONY: demo test test-sqlite lint bench-smoke fixtures
 
 $(STAMP): requirements.txt requirements-spark.txt requirements-dev.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/python .ci/dead_code.py
+
+## Every benchmark in bench/ at a tiny size, so none stops running unseen (bench/smoke.py; the services as for `make test`).
+bench-smoke: $(STAMP)
+	bash .ci/system-packages
+	bash .ci/services
+	$(BIN)/python -m bench.smoke $(BENCH_SMOKE_ARGS)
 
 ## Regenerate tests/fixtures with real PySpark.
 fixtures: $(STAMP)

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from bench.load import _start
-from bench.page_load import CHROMIUM, CHROMIUM_ARGS, wait_until_serving
+from bench.page_load import CHROMIUM, CHROMIUM_ARGS, draw_charts, wait_until_serving
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_DIR / "tests" / "fixtures"
@@ -122,9 +122,7 @@ def _log_in(page, base_url: str) -> None:
 
 def _shoot(page, url: str, path: Path, *, height: int | None) -> None:
     page.goto(url, wait_until="load")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.chart')].every((chart) => chart.dataset.rendered)", timeout=60_000
-    )
+    draw_charts(page, timeout_ms=60_000)
     page.wait_for_timeout(500)  # Plotly's responsive resize after the last chart
     width = page.viewport_size["width"]
     clip = {"x": 0, "y": 0, "width": width, "height": height} if height else None

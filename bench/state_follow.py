@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.state_rows import VARIANTS, build_state, latest_version
+from bench.state_rows import VARIANTS, build_state, committed_version
 from workers.checkpoint.statefollow import read_state_keys
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import follow_delta, parse_state_keys
@@ -80,7 +80,7 @@ def main() -> int:
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-state-follow-"))
     checkpoint = build_state(workdir / "variable", VARIANTS["variable"], args.rows_per_batch)
-    version = latest_version(checkpoint)
+    version = committed_version(checkpoint)
     storage = CheckpointStorage(str(checkpoint))
     stores = list_state_store_dirs(storage)
     keys_dir = workdir / "statekeys"

@@ -17,11 +17,13 @@ Usage (from the repository root; ~10 minutes on 2 cores the first time, PySpark 
    * ``variable``: keys ``user-<n>`` plus ``n % 17`` x's: 40, 48 or 56-byte key rows, mixed in
      hash order, so runs of equal sizes are short;
    * ``snapshot``: ``fixed`` over 10 batches with snapshots after 3 deltas, maintenance every
-     second and a trigger every 2 s (so maintenance runs between batches). It is measured twice:
-     at its latest version (a snapshot plus deltas) and with every partition at a version it loads
-     from its snapshot alone: the newest version common to all partitions when there is one, else
-     each partition's newest snapshot (maintenance reaches the partitions one after the other, so
-     it may write their snapshots at different versions);
+     second and a trigger every 2 s (so maintenance runs between batches), kept running until
+     both of its cases exist. It is measured twice: at the newest version every partition loads
+     from a snapshot plus deltas (not always the latest: a partition whose latest version has
+     just been snapshotted loads the snapshot alone), and at the newest version every partition
+     loads from its snapshot alone (maintenance reaches the partitions one after the other, so it
+     may write their snapshots at different versions; only a version common to all counts). A
+     reused state without such a version stops the run, saying which is missing;
    * ``variable-snapshot``: the same with ``variable``'s keys.
 2. Measures each case of CASES (a variant at a version) in this one run (best of ``--repeat``
    unless said otherwise):
@@ -52,9 +54,15 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
+from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.lz4block import HEADER
 from workers.checkpoint.statecodec import decompress_state_file
-from workers.checkpoint.stateinventory import files_for_version, list_state_store_dirs, parse_hdfs_state_files
+from workers.checkpoint.stateinventory import (
+    HdfsStateFile,
+    files_for_version,
+    list_state_store_dirs,
+    parse_hdfs_state_files,
+)
 from workers.checkpoint.staterows import StateSize, read_state_size
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 
@@ -72,8 +80,9 @@ class Variant:
     # Time between triggers: room for the maintenance thread to write snapshots.
     trigger: str = "0 seconds"
     batches: int = BATCHES
-    # Keep triggering (up to SNAPSHOT_WAIT_SECONDS more) until every partition has a snapshot:
-    # when maintenance gets to write one depends on timing; build_state fails if none comes.
+    # Keep triggering (up to SNAPSHOT_WAIT_SECONDS more) until some version is a snapshot in every
+    # partition and a later one a snapshot plus deltas in every partition: when maintenance gets
+    # to write snapshots depends on timing; build_state fails, saying which is missing, if none comes.
     needs_snapshot: bool = False
 
 
@@ -131,19 +140,15 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
     while query.isActive and _committed(checkpoint) < variant.batches:
         time.sleep(0.2)
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
-    while (
-        variant.needs_snapshot
-        and query.isActive
-        and _partitions_without_snapshot(checkpoint)
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.2)
+    while variant.needs_snapshot and query.isActive and missing_snapshot_cases(checkpoint):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     stop_between_batches(query, 5)
     spark.stop()
-    if variant.needs_snapshot and (missing := _partitions_without_snapshot(checkpoint)):
+    if variant.needs_snapshot and (missing := missing_snapshot_cases(checkpoint)):
         raise RuntimeError(
-            f"{checkpoint}: Spark's maintenance wrote no snapshot in partitions {missing} within "
-            f"{SNAPSHOT_WAIT_SECONDS} s of batches after the first {variant.batches}"
+            f"{'; '.join(missing)}, after {SNAPSHOT_WAIT_SECONDS} s of batches beyond the first {variant.batches}"
         )
     return checkpoint
 
@@ -153,47 +158,80 @@ def _committed(checkpoint: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.is_dir() else 0
 
 
-def _partitions_without_snapshot(checkpoint: Path) -> list[int]:
-    """The partitions (of PARTITIONS) with no snapshot file yet (read while Spark writes)."""
-    state = checkpoint / "state" / "0"
-    return [p for p in range(PARTITIONS) if not any((state / str(p)).glob("[0-9]*.snapshot"))]
-
-
 # A version to measure per partition: {partition: version}, the version Spark's statestore reader
 # loads for batch version - 1.
 Versions = dict[int, int]
 
 
-def _committed_version(checkpoint: Path) -> int:
+def committed_version(checkpoint: Path) -> int:
     return max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()) + 1
 
 
 def latest_versions(checkpoint: Path) -> Versions:
     """Every partition at the version of the last committed batch."""
-    return dict.fromkeys(range(PARTITIONS), _committed_version(checkpoint))
+    return dict.fromkeys(range(PARTITIONS), committed_version(checkpoint))
+
+
+def _state_files(checkpoint: Path) -> dict[int, tuple[HdfsStateFile, ...]]:
+    """Each partition's state files by version (its snapshots and deltas)."""
+    stores = list_state_store_dirs(CheckpointStorage(str(checkpoint)))
+    return {store.partition: parse_hdfs_state_files(store.files)[0] for store in stores}
+
+
+def _loads_snapshot_and_deltas(state_files: tuple[HdfsStateFile, ...], version: int) -> bool:
+    try:
+        chain = files_for_version(state_files, version)
+    except CheckpointError:  # a file the chain needs is missing (or still being written)
+        return False
+    return chain[0].is_snapshot and len(chain) > 1
+
+
+def snapshot_and_deltas_versions(checkpoint: Path) -> Versions:
+    """Every partition at the newest committed version it loads from a snapshot plus deltas.
+
+    The latest version is not always one: where maintenance has just written a snapshot of it,
+    that partition loads the snapshot alone. Raises LookupError when no committed version is
+    loaded from a snapshot plus at least one delta in every partition.
+    """
+    committed, files = committed_version(checkpoint), _state_files(checkpoint)
+    for version in range(committed, 0, -1):
+        if all(_loads_snapshot_and_deltas(state_files, version) for state_files in files.values()):
+            return dict.fromkeys(files, version)
+    raise LookupError(
+        f"{checkpoint}: no version up to {committed} that every partition loads from a snapshot plus deltas"
+    )
 
 
 def snapshot_only_versions(checkpoint: Path) -> Versions:
-    """A version per partition that it loads from its snapshot alone (up to the last commit).
+    """Every partition at the newest committed version that has a snapshot in every partition.
 
-    The newest version common to all partitions when there is one; else each partition's newest
-    snapshot, since maintenance may write the partitions' snapshots at different versions. Raises
-    LookupError naming the partitions that have no snapshot.
+    Maintenance reaches the partitions one after the other, so it may write their snapshots at
+    different versions. Raises LookupError, with each partition's snapshot versions, when no
+    committed version has a snapshot in all of them.
     """
-    committed, storage = _committed_version(checkpoint), CheckpointStorage(str(checkpoint))
-    per_partition = {
-        store.partition: {
-            f.version for f in parse_hdfs_state_files(store.files)[0] if f.is_snapshot and f.version <= committed
-        }
-        for store in list_state_store_dirs(storage)
+    committed, files = committed_version(checkpoint), _state_files(checkpoint)
+    snapshots = {
+        partition: sorted(f.version for f in state_files if f.is_snapshot and f.version <= committed)
+        for partition, state_files in files.items()
     }
-    missing = sorted(partition for partition, versions in per_partition.items() if not versions)
-    if missing:
-        raise LookupError(f"{checkpoint}: no snapshot up to version {committed} in partitions {missing}")
-    common = set.intersection(*per_partition.values())
-    if common:
-        return dict.fromkeys(per_partition, max(common))
-    return {partition: max(versions) for partition, versions in per_partition.items()}
+    common = set.intersection(*(set(versions) for versions in snapshots.values())) if snapshots else set()
+    if not common:
+        raise LookupError(
+            f"{checkpoint}: no version up to {committed} with a snapshot in every partition "
+            f"(snapshot versions by partition: {snapshots})"
+        )
+    return dict.fromkeys(files, max(common))
+
+
+def missing_snapshot_cases(checkpoint: Path) -> list[str]:
+    """Why the snapshot cases cannot be measured on ``checkpoint`` yet (empty when they can)."""
+    reasons = []
+    for choose_versions in (snapshot_and_deltas_versions, snapshot_only_versions):
+        try:
+            choose_versions(checkpoint)
+        except LookupError as error:
+            reasons.append(str(error))
+    return reasons
 
 
 def partitions_by_version(versions: Versions) -> dict[int, list[int]]:
@@ -207,9 +245,9 @@ def partitions_by_version(versions: Versions) -> dict[int, list[int]]:
 CASES: dict[str, tuple[str, Callable[[Path], Versions]]] = {
     "fixed": ("fixed", latest_versions),
     "variable": ("variable", latest_versions),
-    "snapshot + deltas": ("snapshot", latest_versions),
+    "snapshot + deltas": ("snapshot", snapshot_and_deltas_versions),
     "snapshot only": ("snapshot", snapshot_only_versions),
-    "variable snapshot + deltas": ("variable-snapshot", latest_versions),
+    "variable snapshot + deltas": ("variable-snapshot", snapshot_and_deltas_versions),
     "variable snapshot only": ("variable-snapshot", snapshot_only_versions),
 }
 
@@ -414,11 +452,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = dict.fromkeys(CASES[label][0] for label in labels)
     checkpoints = {variant: build_state(base / variant, VARIANTS[variant], args.rows_per_batch) for variant in variants}
     print(f"load average before measuring: {os.getloadavg()}")
-    cases = {}
-    for label in labels:
-        variant, choose_versions = CASES[label]
-        checkpoint = checkpoints[variant]
-        cases[label] = measure_case(checkpoint, choose_versions(checkpoint), args.repeat)
+    try:
+        versions = {label: CASES[label][1](checkpoints[CASES[label][0]]) for label in labels}
+    except LookupError as error:
+        print(f"cannot measure this case: {error}", file=sys.stderr)
+        return 2
+    cases = {label: measure_case(checkpoints[CASES[label][0]], versions[label], args.repeat) for label in labels}
     add_pooled(cases, args.repeat)
     add_spark_warm(cases, args.repeat)
     for label, figures in cases.items():

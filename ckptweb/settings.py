@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
+from whitenoise.compress import Compressor
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -101,6 +102,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Static files never reach it: WhiteNoise answers them above, from its own compressed copies.
+    "ckptweb.compression.GZipOutsideAdminMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -194,19 +197,26 @@ STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 # Production (DEBUG off) serves what `manage.py collectstatic` wrote: every file under a name with
 # its content hash, with gzip and Brotli copies, which WhiteNoise sends with a one-year immutable
-# Cache-Control. Debug mode (`make demo`, the tests) needs no collectstatic: files come straight
-# from the apps' static folders under their plain names, re-read on every request.
+# Cache-Control. `manage.py demo` runs collectstatic and has its web server do the same in debug
+# mode (CKPTWEB_SERVE_COLLECTED_STATIC): the demo is where a first visit is judged. The tests and a
+# plain debug server need no collectstatic: files come straight from the apps' static folders under
+# their plain names, re-read on every request.
+SERVE_COLLECTED_STATIC = env_flag("SERVE_COLLECTED_STATIC", default=not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "ckptweb.static_storage.CollectedStaticFilesStorage"
+        if SERVE_COLLECTED_STATIC
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-# Decided here from CKPTWEB_DEBUG rather than left to WhiteNoise's default (settings.DEBUG when the
+# Decided here from the settings rather than left to WhiteNoise's default (settings.DEBUG when the
 # middleware starts), so that pytest-django turning DEBUG off does not change what is served.
-WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not SERVE_COLLECTED_STATIC
+# Source maps (megabytes of them in the API docs' bundles, fetched only by a browser's developer
+# tools) are not compressed: they took most of collectstatic's time, which `manage.py demo` spends
+# before it starts.
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 
 # The broker. With CKPTWEB_REDIS_URL unset, kombu's filesystem transport with atomic writes
 # (ckptweb/filesystem_broker.py: the stock one lets a worker read a half-written message and die):

@@ -1,12 +1,12 @@
-"""The versions bench/state_rows.py measures "snapshot only" at, on file listings shaped like the ones
-Spark's maintenance leaves (the Spark-written case is tests/spark/test_staterows_fast_vs_spark.py,
-where which shape occurs depends on timing)."""
+"""The versions bench/state_rows.py measures "snapshot only" and "snapshot + deltas" at, on file
+listings shaped like the ones Spark's maintenance leaves (the Spark-written case is
+tests/spark/test_staterows_fast_vs_spark.py, where which shape occurs depends on timing)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.state_rows import PARTITIONS, partitions_by_version, snapshot_only_versions
+from bench.state_rows import PARTITIONS, missing_snapshot_cases, snapshot_and_deltas_versions, snapshot_only_versions
 
 
 def _checkpoint(root, committed_batches: int, files_by_partition: dict[int, list[str]]):
@@ -27,11 +27,13 @@ def test_a_snapshot_version_common_to_all_partitions_is_measured_in_all(tmp_path
     assert snapshot_only_versions(_checkpoint(tmp_path, 6, files)) == dict.fromkeys(range(PARTITIONS), 3)
 
 
-def test_without_a_common_version_each_partition_is_measured_at_its_newest_snapshot(tmp_path):
-    # Maintenance reached partitions 0-3 before batch 4 committed and 4-7 after it.
+def test_without_a_common_version_snapshot_only_stops_naming_each_partitions_snapshots(tmp_path):
+    # Maintenance reached partitions 0-3 before batch 4 committed and 4-7 after it: measuring each
+    # partition at its own snapshot would mix two versions of the state.
     files = {p: ["3.delta", "4.delta", "4.snapshot" if p < 4 else "5.snapshot", "5.delta"] for p in range(PARTITIONS)}
-    versions = snapshot_only_versions(_checkpoint(tmp_path, 6, files))
-    assert partitions_by_version(versions) == {4: [0, 1, 2, 3], 5: [4, 5, 6, 7]}
+    every_partition = r"no version up to 6 with a snapshot in every partition .*0: \[4\], .*7: \[5\]"
+    with pytest.raises(LookupError, match=every_partition):
+        snapshot_only_versions(_checkpoint(tmp_path, 6, files))
 
 
 def test_a_snapshot_past_the_last_commit_is_not_measured(tmp_path):
@@ -41,5 +43,23 @@ def test_a_snapshot_past_the_last_commit_is_not_measured(tmp_path):
 
 def test_a_partition_without_a_snapshot_is_named(tmp_path):
     files = {p: ["2.delta", "2.snapshot"] for p in range(PARTITIONS) if p not in (2, 7)}
-    with pytest.raises(LookupError, match=r"no snapshot up to version 3 in partitions \[2, 7\]"):
+    with pytest.raises(LookupError, match=r"no version up to 3 with a snapshot in every partition .*2: \[\]"):
         snapshot_only_versions(_checkpoint(tmp_path, 3, files))
+
+
+def test_snapshot_and_deltas_skip_a_latest_version_that_one_partition_loads_from_its_snapshot_alone(tmp_path):
+    files = {p: ["2.delta", "2.snapshot", "3.delta", "4.delta", "5.delta"] for p in range(PARTITIONS)}
+    files[6] = ["2.delta", "2.snapshot", "3.delta", "4.delta", "5.delta", "5.snapshot"]
+    assert snapshot_and_deltas_versions(_checkpoint(tmp_path, 5, files)) == dict.fromkeys(range(PARTITIONS), 4)
+
+
+def test_snapshot_and_deltas_stop_when_no_version_loads_a_snapshot_plus_deltas_everywhere(tmp_path):
+    files = {p: ["1.delta", "2.delta", "2.snapshot"] for p in range(PARTITIONS)}
+    files[3] = ["1.delta", "1.snapshot", "2.delta"]
+    with pytest.raises(LookupError, match="no version up to 2 that every partition loads from a snapshot plus deltas"):
+        snapshot_and_deltas_versions(_checkpoint(tmp_path, 2, files))
+
+
+def test_a_state_with_both_snapshot_cases_is_ready_to_measure(tmp_path):
+    files = {p: ["1.delta", "2.delta", "2.snapshot", "3.delta"] for p in range(PARTITIONS)}
+    assert missing_snapshot_cases(_checkpoint(tmp_path, 3, files)) == []

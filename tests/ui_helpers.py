@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.page_load import CHROMIUM, CHROMIUM_ARGS  # the chromium the benches start too
+# The chromium the benches start, and their way to draw every chart (scrolled to, as a reader would).
+from bench.page_load import CHROMIUM, CHROMIUM_ARGS, draw_charts  # noqa: F401
 from fixture_paths import REPO_DIR
 
 # Screenshots for a human to look at after a run (git-ignored).

@@ -16,7 +16,7 @@ import pytest
 from dashboards.models import BatchProgress
 from factories import make_checkpoint
 from pipelines.queries import FIXTURE_START_MS, RateSpec, stop_between_batches, windowed_agg_noop_query
-from ui_helpers import SCREENSHOT_DIR, log_in, open_page
+from ui_helpers import SCREENSHOT_DIR, draw_charts, log_in, open_page
 from worker_process import wait_for
 from workers.sync import sync_checkpoint
 
@@ -82,7 +82,9 @@ def test_the_page_of_a_running_then_stopped_query_draws_every_section_and_dates_
 
 
 def _sections_shown(page, name: str) -> dict:
-    """Wait for every chart, check each section has data, and return the status and newest batch."""
+    """Scroll to every chart (charts.js draws one when it comes near the screen), check each section
+    has data, and return the status and newest batch."""
+    draw_charts(page, "#timeline .chart, #runtime .chart, #state .chart")
     page.wait_for_function(EVERY_SECTION_DRAWN)
     status = page.get_attribute("#query-status", "data-status")
     points = page.evaluate(RUNTIME_POINTS)

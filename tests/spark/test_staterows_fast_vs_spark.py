@@ -4,8 +4,9 @@ partition equal Spark's `statestore` source, and rows and bytes equal a record-b
 The states come from the benchmark's builder (bench/state_rows.py) at a small scale, in its own
 process: a dedup with watermark eviction, so the deltas hold long runs of puts and of removals;
 with fixed-width keys (long runs), variable-width keys (sizes change from record to record) and
-snapshots written by maintenance (the builder fails, naming the partitions, if maintenance writes
-none in some partition).
+snapshots written by maintenance (the builder keeps the query running until some version is a
+snapshot in every partition and a later one a snapshot plus deltas in every partition, and fails
+saying which is missing if maintenance writes neither).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import sys
 
 import pytest
 
-from bench.state_rows import latest_versions, partitions_by_version, snapshot_only_versions
+from bench.state_rows import (
+    latest_versions,
+    partitions_by_version,
+    snapshot_and_deltas_versions,
+    snapshot_only_versions,
+)
 from workers.checkpoint.logdir import list_batch_ids
 from workers.checkpoint.statecodec import decompress_state_file
 from workers.checkpoint.statefiles import iter_state_records
@@ -61,10 +67,12 @@ def _spark_rows(spark, root, batch_id: int) -> dict[int, int]:
 
 def _version_choices(root, variant: str) -> list[dict[int, int]]:
     """{partition: version} at the last two committed versions, and for the snapshot variants at
-    versions each partition loads from its snapshot alone (they may differ between partitions)."""
+    the versions the bench measures as "snapshot only" and "snapshot + deltas"."""
     previous = list_batch_ids(CheckpointStorage(str(root)), "commits")[-2] + 1
     choices = [{partition: previous for partition in latest_versions(root)}, latest_versions(root)]
-    return choices + ([snapshot_only_versions(root)] if variant in ("snapshot", "variable-snapshot") else [])
+    if variant in ("snapshot", "variable-snapshot"):
+        choices += [snapshot_only_versions(root), snapshot_and_deltas_versions(root)]
+    return choices
 
 
 @pytest.mark.parametrize("variant", ["fixed", "variable", "snapshot", "variable-snapshot"])

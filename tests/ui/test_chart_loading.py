@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui_helpers import SCREENSHOT_DIR, log_in
+from ui_helpers import SCREENSHOT_DIR, draw_charts, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +31,7 @@ def test_the_query_page_is_shown_with_chart_placeholders_while_plotly_is_loading
     waiting = page.evaluate(CHART_BOXES)
     for route in held:
         route.continue_()
-    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)")
+    draw_charts(page)
     drawn = page.evaluate(CHART_BOXES)
 
     assert len(held) == 1
@@ -57,3 +57,28 @@ def test_a_chart_says_so_when_plotly_cannot_be_loaded(browser_page, live_server,
     assert page.inner_text("#batch-timeline").startswith(
         "Chart could not be loaded: plotly.js could not be loaded from /static/"
     )
+
+
+def test_a_chart_below_the_fold_is_fetched_and_drawn_only_when_scrolled_to(
+    browser_page, live_server, dedup_checkpoint, django_user_model
+):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    page = browser_page
+    chart_requests = []
+    page.on("request", lambda request: chart_requests.append(request.url) if "/charts/" in request.url else None)
+
+    log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    page.wait_for_selector("#batch-timeline[data-rendered=true]")
+    page.wait_for_load_state("networkidle")
+    growth = page.locator("#inventory-growth")
+    below_by_px = page.evaluate("(el) => el.getBoundingClientRect().top - window.innerHeight", growth.element_handle())
+    growth_url = live_server.url + growth.get_attribute("data-chart-url")
+    before = {"rendered": growth.get_attribute("data-rendered"), "requested": growth_url in chart_requests}
+
+    growth.scroll_into_view_if_needed()
+    page.wait_for_function("(el) => el.dataset.rendered", arg=growth.element_handle())
+
+    assert below_by_px > 1000, "the file-growth chart should start well below the first screen"
+    assert before == {"rendered": None, "requested": False}
+    assert growth.get_attribute("data-rendered") == "true"
+    assert chart_requests.count(growth_url) == 1

@@ -8,11 +8,10 @@ import pytest
 from dashboards.models import MetadataLog
 from factories import make_checkpoint
 from progress_history import fill_progress_history
-from ui_helpers import SCREENSHOT_DIR, log_in
+from ui_helpers import SCREENSHOT_DIR, draw_charts, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHARTS_DRAWN = "() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)"
 # What a drawn chart shows: its axes' tick labels, the sentence in place of a chart, legend entries.
 SHOWN = """(selector) => { const el = document.querySelector(selector); return {
     rendered: el.dataset.rendered,
@@ -40,7 +39,7 @@ LANE = """() => Object.fromEntries([...document.querySelectorAll('#runtime .char
 def _open(page, live_server, checkpoint, django_user_model, path: str = "") -> None:
     django_user_model.objects.create_user("oncall", password="a-long-password")
     log_in(page, live_server.url, checkpoint.get_absolute_url() + path, "oncall", "a-long-password")
-    page.wait_for_function(CHARTS_DRAWN)
+    draw_charts(page)
     page.add_style_tag(content="nav.sections { position: static !important; }")  # out of the screenshots' way
     SCREENSHOT_DIR.mkdir(exist_ok=True)
 

@@ -9,7 +9,7 @@ import pytest
 from dashboards.models import BatchProgress
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
-from ui_helpers import SCREENSHOT_DIR, log_in
+from ui_helpers import SCREENSHOT_DIR, draw_charts, log_in
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
 
@@ -31,8 +31,7 @@ def test_query_page_renders_every_panel_of_a_file_source_query(
     page = browser_page
 
     log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
-    for chart in (*CHARTS, "#compaction .chart"):
-        page.wait_for_selector(f"{chart}[data-rendered]")
+    draw_charts(page, ", ".join((*CHARTS, "#compaction .chart")))
 
     for chart in CHARTS:
         assert page.get_attribute(chart, "data-rendered") == "true", chart

@@ -15,14 +15,13 @@ from dashboards.query_page.runtime_charts import RUNTIME_CHARTS
 from factories import make_checkpoint
 from fixture_paths import OUR_FIXTURES
 from kafka_progress import with_kafka_source
-from ui_helpers import SCREENSHOT_DIR, log_in
+from ui_helpers import SCREENSHOT_DIR, draw_charts, log_in
 from workers.checkpoint.progress import progress_from_dict
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DEDUP = OUR_FIXTURES / "file_source_dedup"
-RUNTIME_CHARTS_DRAWN = "() => [...document.querySelectorAll('#runtime .chart')].every(el => el.dataset.rendered)"
 # Per chart: its data traces' point counts, its marks' point counts, and the lines drawn for marks.
 DRAWN = """() => Object.fromEntries([...document.querySelectorAll('#runtime .chart')].map(el => [el.dataset.chartPart, {
     rendered: el.dataset.rendered,
@@ -60,7 +59,7 @@ def restarted_dedup(copy_checkpoint):
 def _open(page, live_server, checkpoint, django_user_model) -> None:
     django_user_model.objects.create_user("oncall", password="a-long-password")
     log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
-    page.wait_for_function(RUNTIME_CHARTS_DRAWN)
+    draw_charts(page, "#runtime .chart")
     _unstick_nav(page)
 
 

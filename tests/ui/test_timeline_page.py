@@ -6,7 +6,7 @@ import pytest
 
 from factories import make_checkpoint
 from fixture_paths import SPARK_TEST_RESOURCES
-from ui_helpers import SCREENSHOT_DIR
+from ui_helpers import SCREENSHOT_DIR, draw_charts
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -54,7 +54,7 @@ def test_the_open_query_page_shows_a_batch_the_worker_synced_later(
     assert page.locator("#batch-table a", has_text="5").count() == 0
     # The charts are fetched after the page; SQLite's shared in-memory test database answers a
     # write during such a read with "database table is locked" instead of waiting: sync after them.
-    page.wait_for_function("() => [...document.querySelectorAll('.chart')].every(el => el.dataset.rendered)")
+    draw_charts(page)
 
     (directory / "offsets" / "5").write_bytes((directory / "offsets" / "4").read_bytes())
     sync_checkpoint(checkpoint.pk)

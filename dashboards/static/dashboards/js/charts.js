@@ -1,5 +1,7 @@
 // Render every <div class="chart" data-chart-url="..."> with the Plotly figure JSON its URL returns,
-// on page load and after each htmx swap. The server builds the figure (dashboards/charts.py).
+// once it comes within NEAR_SCREEN of the screen, on page load and after each htmx swap: a first
+// visit fetches and draws what is on screen, not the dozen charts further down, and the rest as the
+// reader scrolls to them. The server builds the figure (dashboards/charts.py).
 // Charts with a data-chart-part share one answer holding a figure per part (the Runtime section):
 // one request draws them all, a zoom of one zooms the others, and a click on a point opens
 // layout.meta.link with the point's batch id (or the address a mark carries).
@@ -21,18 +23,21 @@
     }
     return plotly;
   }
-  var inFlight = {};  // url -> the pending answer, shared by the charts rendered meanwhile
+  // url -> its answer, kept so that the parts of one answer drawn as they are scrolled to share one
+  // request; forgotten when the charts are asked to show newer figures (a refresh, an htmx swap).
+  var answers = {};
   function fetchFigure(url) {
-    if (!inFlight[url]) {
-      var answer = fetch(url, {credentials: "same-origin"}).then(function (response) {
+    if (!answers[url]) {
+      answers[url] = fetch(url, {credentials: "same-origin"}).then(function (response) {
         if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
         return response.json();
       });
-      var forget = function () { delete inFlight[url]; };
-      answer.then(forget, forget);
-      inFlight[url] = answer;
+      answers[url].catch(function () { delete answers[url]; });
     }
-    return inFlight[url];
+    return answers[url];
+  }
+  function forgetAnswers(root) {
+    charts(root).forEach(function (el) { delete answers[el.dataset.chartUrl]; });
   }
   function render(el) {
     Promise.all([loadPlotly(), fetchFigure(el.dataset.chartUrl)])
@@ -72,15 +77,25 @@
       window.Plotly.relayout(other, update).then(function () { delete other.dataset.zooming; });
     });
   }
+  function charts(root) {
+    return root.matches && root.matches(".chart[data-chart-url]") ? [root] : root.querySelectorAll(".chart[data-chart-url]");
+  }
+  var NEAR_SCREEN = "600px 0px";  // drawn when this close: scrolling finds them drawn, or nearly
+  var nearScreen = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (entry.isIntersecting) { nearScreen.unobserve(entry.target); render(entry.target); }
+    });
+  }, {rootMargin: NEAR_SCREEN}) : null;
   function renderAll(root) {
-    root.querySelectorAll(".chart[data-chart-url]").forEach(render);
+    charts(root).forEach(function (el) { if (nearScreen) { nearScreen.observe(el); } else { render(el); } });
   }
   function keepFresh(el) {
     var seconds = Number(el.dataset.refreshSeconds);
     if (seconds > 0) {
-      // A chart, or a group of charts sharing one answer.
-      var again = el.matches(".chart") ? function () { render(el); } : function () { renderAll(el); };
-      setInterval(function () { if (document.visibilityState === "visible") { again(); } }, seconds * 1000);
+      // A chart, or a group of charts sharing one answer; one not drawn yet waits until it is near.
+      setInterval(function () {
+        if (document.visibilityState === "visible") { forgetAnswers(el); renderAll(el); }
+      }, seconds * 1000);
     }
   }
   function start() {
@@ -93,5 +108,5 @@
   } else {
     start();
   }
-  document.addEventListener("htmx:afterSwap", function (event) { renderAll(event.target); });
+  document.addEventListener("htmx:afterSwap", function (event) { forgetAnswers(event.target); renderAll(event.target); });
 })();

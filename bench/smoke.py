@@ -1,0 +1,134 @@
+"""Every benchmark at a tiny size, one after the other, so that none of them stops running unseen.
+
+Usage (from the repository root; what the benches need: PostgreSQL and Redis as in the README's
+test command, Java 17 and PySpark, Debian's chromium and wrk)::
+
+    .venv/bin/python -m bench.smoke [--workdir DIR] [--only bench.sync_calls,...]
+
+Runs each module of SMOKE_RUNS as ``python -m <module> <arguments>`` in a work dir of its own
+under DIR (a temp dir by default), with its output in ``DIR/<module>.log``; prints each run's exit
+status and wall time, and the last lines of the output of those that failed. Exits 1 when one
+failed or ran past RUN_TIMEOUT_SECONDS. The figures mean nothing at these sizes: what is checked
+is that each bench still runs to its end, which a renamed import or a missing tool breaks first.
+A new bench goes into SMOKE_RUNS (tests/test_bench_smoke.py fails until it does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_SECONDS = 600
+FAILED_OUTPUT_LINES = 30
+# A Redis database of the smoke's own: the page benches empty the one they are given.
+REDIS_URL = "redis://127.0.0.1:6379/11"
+
+# module -> its arguments at a tiny size; "{workdir}" is the run's own work dir, "{base}" the smoke's.
+# The ports are moved out of the way of a bench someone runs at full size meanwhile. state_follow
+# measures the state state_rows built (the same "variable" dir), so PySpark builds it once; the
+# snapshot cases' version choice is tested in tests/test_bench_state_rows.py and, on states PySpark
+# writes, tests/spark/test_staterows_fast_vs_spark.py.
+SMOKE_RUNS: dict[str, tuple[str, ...]] = {
+    "bench.checkpoint_history": ("{workdir}/history", "--batches", "20", "--state-partitions", "2"),
+    "bench.first_sync": ("--workdir", "{workdir}", "--batches", "20", "--repeat", "1"),
+    "bench.sync_calls": ("--workdir", "{workdir}", "--short", "10", "--long", "20", "--repeat", "1"),
+    "bench.s3_first_sync": ("--workdir", "{workdir}", "--batches", "10", "--delay-ms", "1", "--repeat", "1"),
+    "bench.runtime_charts": ("--batches", "200", "--repeats", "1"),
+    "bench.metrics_at_scale": (
+        "--workdir",
+        "{workdir}",
+        "--checkpoints",
+        "5",
+        "--batches-each",
+        "10",
+        "--scrapes",
+        "2",
+    ),
+    "bench.list_at_scale": (
+        *("--workdir", "{workdir}", "--checkpoints", "5", "--batches-each", "10", "--seconds", "1"),
+        *("--visits", "1", "--port", "8867", "--redis-url", REDIS_URL),
+    ),
+    "bench.pages_at_scale": (
+        *("--workdir", "{workdir}", "--batches", "200", "--clients", "2", "--seconds", "1"),
+        *("--gunicorn-workers", "1", "--live-batches", "1", "--port", "8866", "--redis-url", REDIS_URL),
+    ),
+    "bench.load": (
+        *("--workdir", "{workdir}", "--checkpoints", "4", "--batches", "5", "--interval", "5", "--users", "8"),
+        *("--seconds", "2", "--workers", "1", "--concurrency", "1", "--gunicorn-workers", "1"),
+        *("--port", "8865", "--redis-url", REDIS_URL),
+    ),
+    "bench.page_load": ("--workdir", "{workdir}", "--repo", ".", "--visits", "1", "--port", "8850"),
+    "bench.state_rows": (
+        "--workdir",
+        "{base}/state",
+        "--rows-per-batch",
+        "2000",
+        "--repeat",
+        "1",
+        "--cases",
+        "variable",
+    ),
+    "bench.state_follow": ("--workdir", "{base}/state", "--rows-per-batch", "2000", "--repeat", "1"),
+    "bench.restart_after_snapshot": ("--workdir", "{workdir}", "--batches", "3", "--keys", "100", "--repeat", "1"),
+    "bench.screenshots": ("--workdir", "{workdir}", "--out", "{workdir}/images", "--port", "8860", "--batches", "2"),
+    "bench.soak_demo": ("--workdir", "{workdir}", "--seconds", "4", "--checkpoints", "4", "--port", "8811"),
+    # The memory bench being written beside this list goes here when it is merged.
+}
+
+
+def command_for(module: str, base: Path) -> list[str]:
+    arguments = (argument.format(workdir=base / module, base=base) for argument in SMOKE_RUNS[module])
+    return [sys.executable, "-m", module, *arguments]
+
+
+def run_one(module: str, base: Path) -> tuple[int | None, float]:
+    """Run one bench in ``base/<module>``; return its exit status (None: timed out) and wall time."""
+    log, started = base / f"{module}.log", time.monotonic()
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command_for(module, base), cwd=REPO_DIR, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            status = process.wait(timeout=RUN_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)  # the bench and whatever it started (gunicorn, Spark, chromium)
+            process.wait()
+            status = None
+    return status, time.monotonic() - started
+
+
+def describe(module: str, status: int | None, seconds: float) -> str:
+    outcome = "ok" if status == 0 else f"FAILED ({'timed out' if status is None else f'exit {status}'})"
+    return f"{module:<30} {outcome:<22} {seconds:6.1f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--only", default=",".join(SMOKE_RUNS), help="comma-separated modules of SMOKE_RUNS")
+    args = parser.parse_args(argv)
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-smoke-"))
+    base.mkdir(parents=True, exist_ok=True)
+    started, failed = time.monotonic(), []
+    for module in args.only.split(","):
+        status, seconds = run_one(module, base)
+        print(describe(module, status, seconds), flush=True)
+        if status != 0:
+            failed.append(module)
+    for module in failed:
+        lines = (base / f"{module}.log").read_text(errors="replace").splitlines()
+        print(f"\n== {module}, the end of {base / f'{module}.log'}:", *lines[-FAILED_OUTPUT_LINES:], sep="\n")
+    print(
+        f"\n{len(args.only.split(','))} benches in {time.monotonic() - started:.0f} s; load average {os.getloadavg()}"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
