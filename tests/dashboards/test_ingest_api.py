@@ -179,7 +179,7 @@ def test_batch_page_shows_the_progress_spark_reported_for_it(client, pipeline_to
     reported = last["stateOperators"][0]
     assert f"<td>{reported['numRowsTotal']}</td>" in operators
     assert f"loadedMapCacheHitCount={reported['customMetrics']['loadedMapCacheHitCount']}" in operators
-    assert f"<td>{last['durationMs']['addBatch']}</td>" in page[page.index('id="batch-durations"') :]
+    assert f"<td>{last['durationMs']['addBatch']} ms</td>" in page[page.index('id="batch-durations"') :]
 
 
 def test_a_pipeline_beyond_the_ingest_rate_gets_429_and_others_go_on(
