@@ -225,8 +225,10 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 # Redis for that.
 REDIS_URL = env("REDIS_URL")
 BROKER_DIR = Path(env("BROKER_DIR", str(DATA_DIR / "broker")))
-# The cache holds the login limiter's counters: shared through Redis when there is one, else per
-# process (the embedded default runs one web process).
+# The cache holds the login limiter's counters and the texts and series the pages build once per
+# sync: shared through Redis when there is one, else per process and bounded in bytes
+# (ckptweb/local_cache.py), since LocMemCache bounds only the number of entries.
+LOCAL_CACHE_MB = env_int("LOCAL_CACHE_MB", 16)
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -234,7 +236,7 @@ CACHES = {
         "KEY_PREFIX": "ckptweb",
     }
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "ckptweb.local_cache.BoundedLocMemCache", "OPTIONS": {"MAX_BYTES": LOCAL_CACHE_MB * 2**20}}
 }
 # Sessions are read from the cache when it is shared (a query less on every page and API call);
 # a per-process cache could keep a session alive in one process after a logout in another.
