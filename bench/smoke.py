@@ -78,7 +78,14 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
     "bench.restart_after_snapshot": ("--workdir", "{workdir}", "--batches", "3", "--keys", "100", "--repeat", "1"),
     "bench.screenshots": ("--workdir", "{workdir}", "--out", "{workdir}/images", "--port", "8860", "--batches", "2"),
     "bench.soak_demo": ("--workdir", "{workdir}", "--seconds", "4", "--checkpoints", "4", "--port", "8811"),
-    # The memory bench being written beside this list goes here when it is merged.
+    "bench.web_memory": (
+        *("--workdir", "{workdir}", "--requests", "60", "--checkpoints", "1", "--batches", "20"),
+        *("--batch-every", "20", "--sample-every", "20", "--warm-up", "20", "--port", "8848"),
+    ),
+    "bench.worker_memory": (
+        *("--workdir", "{workdir}", "--minutes", "0.05", "--sample-seconds", "2", "--checkpoints", "2"),
+        *("--interval", "2"),
+    ),
 }
 
 
