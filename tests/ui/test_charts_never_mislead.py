@@ -63,7 +63,7 @@ def test_a_checkpoint_without_batches_says_why_each_chart_is_empty_instead_of_dr
     assert " ".join(timeline["words"]).startswith("No batches in this range yet: the timeline starts")
     assert (compact["rendered"], compact["ticks"], compact["legend"]) == ("true", [], [])
     assert " ".join(compact["words"]).startswith("No compact file yet: Spark writes the first, 9.compact,")
-    assert page.locator("#files").inner_text().endswith("No inventory yet: it is taken by the next full pass.")
+    assert page.locator("#files").inner_text().endswith("No inventory yet: the full check takes one.")
     assert "No progress received" in page.locator("#runtime").inner_text()
 
 

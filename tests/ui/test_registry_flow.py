@@ -51,7 +51,6 @@ def test_registering_each_bad_path_shows_the_reason_registers_nothing_and_audits
     (checkpoint_roots / "part-0.json").write_bytes(b"{}")
     (checkpoint_roots / "notes").mkdir()
     (checkpoint_roots / "notes" / "todo.txt").write_bytes(b"x")
-    (checkpoint_roots / "empty").mkdir()
     copy_checkpoint(SINK_FIXTURE, "orders")
     checkpoint = checkpoint_roots / "orders" / "checkpoint"
     bad_checkpoints = {
@@ -59,7 +58,6 @@ def test_registering_each_bad_path_shows_the_reason_registers_nothing_and_audits
         checkpoint_roots / "part-0.json": "this is a file, not a checkpoint folder",
         checkpoint_roots
         / "notes": "no metadata file and no offsets/, commits/ or state/ folder: not a Spark checkpoint",
-        checkpoint_roots / "empty": "the folder is empty, not a Spark checkpoint",
         checkpoint_roots
         / "orders"
         / "output": "this is a file sink's output (it holds _spark_metadata), not its checkpoint",
