@@ -1,1 +1,1 @@
-"""The health model every page, /metrics and the alert rules share."""
+"""The health model every page, /metrics and the alert rules share (query_status.assess)."""
