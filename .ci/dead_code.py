@@ -28,6 +28,7 @@ ALLOWED_DECORATORS = [
     "@pytest.hookimpl",
     "@shared_task",
     "@receiver",
+    "@*.connect",  # Celery signal handlers
 ]
 ALLOWED_NAMES = [
     "Command",  # Django's management commands
