@@ -111,3 +111,26 @@ def test_on_call_decodes_a_join_partition_into_columns_named_as_spark_wrote_them
     assert "field0 is the first key column" in page.inner_text("#sample-key-names")
     assert "{" not in page.inner_text("#sample-rows tbody")
     page.screenshot(path=str(SCREENSHOT_DIR / "state_partition_join.png"), full_page=True)
+
+
+def test_the_state_panel_of_a_batch_killed_before_its_commit_names_the_version_a_restart_rewrites(
+    browser_page, live_server, copy_checkpoint, django_user_model
+):
+    # Spark's run was killed in batch 6 after it wrote state version 7; batch 5's commit means version 6.
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    checkpoint = make_checkpoint(
+        name="killed", url=str(copy_checkpoint(OUR_FIXTURES / "killed_mid_batch") / "checkpoint")
+    )
+    sync_checkpoint(checkpoint.pk)
+    page = browser_page
+
+    log_in(page, live_server.url, checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    state = page.locator("#state")
+    state.scroll_into_view_if_needed()
+
+    assert page.locator("#state-stores tbody tr td").nth(4).inner_text() == "6"
+    note = page.locator("#state-uncommitted-0-default")
+    assert note.is_visible()
+    assert " ".join(note.inner_text().split()).startswith("Operator 0 store default also holds version 7,")
+    SCREENSHOT_DIR.mkdir(exist_ok=True)
+    state.screenshot(path=str(SCREENSHOT_DIR / "state_uncommitted.png"))
