@@ -125,14 +125,21 @@ def test_the_summary_counts_every_partition_at_the_version_a_restart_loads(spark
 
 
 def _run_untracked(spark, base: Path) -> Path:
-    """Run the windowed aggregation on RocksDB with row tracking off until UNTRACKED_BATCHES commit."""
+    """Run the windowed aggregation on RocksDB with row tracking off until UNTRACKED_BATCHES commit
+    and Spark's maintenance thread has uploaded a snapshot (a zip): when it does depends on the
+    machine's speed, so the test waits for the file it needs instead of counting batches."""
+    state = base / "checkpoint" / "state"
     with session_conf(spark, UNTRACKED_CONF):
         query = windowed_agg_noop_query(spark, base, base.name, RATE).trigger(processingTime="1 second").start()
         try:
             deadline = time.monotonic() + 240
-            while (query.lastProgress or {}).get("batchId", -1) < UNTRACKED_BATCHES - 1:
+            while (query.lastProgress or {}).get("batchId", -1) < UNTRACKED_BATCHES - 1 or not any(
+                state.rglob("*.zip")
+            ):
                 assert query.exception() is None, query.exception()
-                assert time.monotonic() < deadline, f"the query did not commit {UNTRACKED_BATCHES} batches in 240 s"
+                assert time.monotonic() < deadline, (
+                    f"in 240 s the query did not commit {UNTRACKED_BATCHES} batches with a snapshot (zip) uploaded"
+                )
                 time.sleep(0.05)
         finally:
             stop_between_batches(query, timeout_seconds=30)
