@@ -116,7 +116,7 @@ def test_followed_rows_equal_sparks_reader_and_a_cold_read_after_each_new_batch(
 # Spark's maintenance keeps the last 2 versions' files: old versions go while the test watches.
 CLEANING_CONF = {**PROVIDERS["hdfs"], "spark.sql.streaming.minBatchesToRetain": "2"}
 CLEANUP_WAIT_SECONDS = 300
-BATCHES_PER_RUN = 2
+BATCHES_PER_RUN = 5
 
 
 def _as_of_line(client, checkpoint) -> str:
@@ -154,7 +154,8 @@ def test_the_state_panel_and_samples_follow_a_query_past_sparks_cleanup_and_a_co
     # The dashboard syncs as the query goes (Spark purges offsets and commits older than 2 batches
     # too), until Spark's maintenance has removed the version the first sync showed.
     # When Spark's maintenance thread runs depends on the machine's speed: the test waits for the
-    # deletion it needs (bounded), running two batches a run so the thread has a run to work in.
+    # deletion it needs (bounded), running five batches a run: on a fast idle machine a shorter run
+    # stopped before the thread (every maintenanceInterval, 1 s) had snapshotted and cleaned.
     first_files = base / "checkpoint" / "state" / "0" / "0"
     deadline = time.monotonic() + CLEANUP_WAIT_SECONDS
     while list(first_files.glob(f"{first_version}.*")) and time.monotonic() < deadline:
