@@ -10,6 +10,14 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # tests/suite_layout.py) or the embedded default's other settings. The Django-free library, the
 # fuzzing and Spark ran once, in `make test`. docs/testing.md.
 SQLITE_LEG_MARKERS := (database or embedded) and not spark
+# TEST_WORKERS=2 runs both legs on two pytest-xdist workers (the suite waits on Spark, browsers,
+# worker processes and servers more than it computes): a file whose tests share a fixture stays on
+# one worker (its xdist_group, tests/suite_layout.py); each worker has its own test database, Redis
+# names, Spark session and temp dirs. 0, the default, runs in this process, serially: a fresh-clone
+# run with 2 (2026-11-28) took 44 min 41 s, no less than serial, and two tests that wait for Spark's
+# maintenance thread failed. docs/testing.md, "Workers".
+TEST_WORKERS ?= 0
+XDIST_ARGS := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test test-sqlite lint bench-smoke fixtures
 
@@ -27,18 +35,20 @@ demo: $(STAMP)
 test: $(STAMP)
 	bash .ci/system-packages
 	bash .ci/services
-	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)
 
 ## Again on the embedded default (SQLite, no Redis), the tests that depend on it; worker tests skip there.
 test-sqlite: $(STAMP)
 	bash .ci/system-packages
-	$(BIN)/python -m pytest -m "$(SQLITE_LEG_MARKERS)" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST_ARGS) -m "$(SQLITE_LEG_MARKERS)" $(PYTEST_ARGS)
 
-## The house rules that check themselves: the formatter, the linter (rules in pyproject.toml) and dead code.
+## The house rules that check themselves: the formatter, the linter (rules in pyproject.toml), dead code
+## and function sizes (none over 40 lines at 88 columns).
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/python .ci/dead_code.py
+	$(BIN)/python .ci/function_sizes.py --max 40
 
 ## Every benchmark in bench/ at a tiny size, so none stops running unseen (bench/smoke.py; the services as for `make test`).
 bench-smoke: $(STAMP)

@@ -52,6 +52,9 @@ ALLOWED_NAMES = [
     "_get",
     "_queue_bind",
     "onQuery*",  # PySpark's StreamingQueryListener callbacks
+    "init",  # PySpark's StatefulProcessor callbacks (transformWithStateInPandas, pipelines/tws_queries.py)
+    "handleInputRows",
+    "handleExpiredTimer",
 ]
 # Where names are used but not as Python names: templates (filters, tags, properties) and the
 # dotted strings of settings and urls (hooks, routers, handlers).

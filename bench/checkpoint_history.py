@@ -69,14 +69,19 @@ def write_state_partitions(target: Path, partitions: int, source: Path = TEMPLAT
     ``target`` (a copy of ``source``) are kept.
     """
     source_dir, operator_dir = source / "state" / "0", target / "state" / "0"
-    written = sorted(int(p.name) for p in source_dir.iterdir() if p.name.isdigit())
-    sources = {partition: written[partition % len(written)] for partition in range(partitions)}
+    sources = _copied_partitions(source_dir, partitions)
     if not (operator_dir / "_metadata").exists() and (source_dir / "_metadata").exists():
         shutil.copytree(source_dir / "_metadata", operator_dir / "_metadata", copy_function=shutil.copyfile)
     for partition, copied in sources.items():
         if not (operator_dir / str(partition)).exists():
             shutil.copytree(source_dir / str(copied), operator_dir / str(partition), copy_function=shutil.copyfile)
     return sources
+
+
+def _copied_partitions(source_dir: Path, partitions: int) -> dict[int, int]:
+    """Partition -> the Spark-written partition of ``source_dir`` it copies, in turn."""
+    written = sorted(int(p.name) for p in source_dir.iterdir() if p.name.isdigit())
+    return {partition: written[partition % len(written)] for partition in range(partitions)}
 
 
 def write_state_history(
@@ -91,8 +96,7 @@ def write_state_history(
     """
     write_state_partitions(target, 0, source)  # the operator's _metadata
     source_partition = source / "state" / "0" / "0"
-    snapshot = max(source_partition.glob("*.snapshot"), key=lambda p: int(p.name.split(".")[0])).read_bytes()
-    deltas = [p.read_bytes() for p in sorted(source_partition.glob("*.delta"), key=lambda p: int(p.name.split(".")[0]))]
+    snapshot, deltas = _newest_snapshot_and_deltas(source_partition)
     schema = source_partition / "_metadata"
     oldest = max(1, latest_version - retained + 1)
     for partition in range(partitions):
@@ -100,9 +104,21 @@ def write_state_history(
         directory.mkdir(parents=True, exist_ok=True)
         if schema.exists() and not (directory / "_metadata").exists():
             shutil.copytree(schema, directory / "_metadata", copy_function=shutil.copyfile)
-        (directory / f"{oldest}.snapshot").write_bytes(snapshot)
-        for version in range(oldest, latest_version + 1):
-            (directory / f"{version}.delta").write_bytes(deltas[version % len(deltas)])
+        _write_versions(directory, snapshot, deltas, oldest=oldest, latest=latest_version)
+
+
+def _newest_snapshot_and_deltas(partition: Path) -> tuple[bytes, list[bytes]]:
+    """The bytes of the partition's newest snapshot, and of each of its deltas in version order."""
+    snapshot = max(partition.glob("*.snapshot"), key=lambda p: int(p.name.split(".")[0])).read_bytes()
+    deltas = [p.read_bytes() for p in sorted(partition.glob("*.delta"), key=lambda p: int(p.name.split(".")[0]))]
+    return snapshot, deltas
+
+
+def _write_versions(directory: Path, snapshot: bytes, deltas: list[bytes], *, oldest: int, latest: int) -> None:
+    """A snapshot at ``oldest`` and a delta for every version up to ``latest``, the deltas in turn."""
+    (directory / f"{oldest}.snapshot").write_bytes(snapshot)
+    for version in range(oldest, latest + 1):
+        (directory / f"{version}.delta").write_bytes(deltas[version % len(deltas)])
 
 
 def main() -> None:

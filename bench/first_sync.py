@@ -46,16 +46,22 @@ def _child(workdir: Path, directory: Path, run: int) -> None:
 
     setup_django(workdir)
     from dashboards.models import Checkpoint
-    from workers.sync import sync_checkpoint
 
     Checkpoint.objects.filter(url=str(directory)).delete()
     checkpoint = Checkpoint.objects.create(name=f"first-sync-{run}", url=str(directory))
+    print(json.dumps(_timed_sync(checkpoint.pk)))
+
+
+def _timed_sync(checkpoint_pk: int) -> dict:
+    """The seconds, memory and storage calls of one sync of the checkpoint."""
+    from workers.sync import sync_checkpoint
+
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    sync = sync_checkpoint(checkpoint.pk)
+    sync = sync_checkpoint(checkpoint_pk)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    figures = {
+    return {
         "seconds": elapsed,
         "peak_rss_kb": peak,
         "rss_before_kb": before,
@@ -65,18 +71,19 @@ def _child(workdir: Path, directory: Path, run: int) -> None:
         "read": sync.read_calls,
         "status": sync.status,
     }
-    print(json.dumps(figures))
+
+
+def _print_peak_memory(syncs: list[dict]) -> None:
+    peak = max(figures["peak_rss_kb"] for figures in syncs) / 1024
+    before = max(figures["rss_before_kb"] for figures in syncs) / 1024
+    print(f"peak RSS of the sync process: {peak:.0f} MB (before the sync: {before:.0f} MB)")
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         _child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--batches", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = _arguments()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-first-sync-"))
     directory = workdir / "checkpoints" / f"history-{args.batches}"
     if not (directory / "commits" / str(args.batches - 1)).exists():
@@ -87,6 +94,19 @@ def main() -> None:
     for run in range(args.repeat):
         cats.append(_time_cat(directory))
         syncs.append(_time_first_sync(workdir, directory, run))
+    _report(args, files, cats, syncs)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--batches", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser.parse_args()
+
+
+def _report(args: argparse.Namespace, files: int, cats: list[float], syncs: list[dict]) -> None:
+    """Print the best cat and first sync of the repeats, the sync's storage calls and memory, and their ratio."""
     best_sync = min(syncs, key=lambda figures: figures["seconds"])
     assert best_sync["batches"] == args.batches, best_sync
     print(f"{args.batches} batches, {files} files")
@@ -94,9 +114,7 @@ def main() -> None:
     sync_seconds = ", ".join(f"{figures['seconds']:.2f}" for figures in syncs)
     print(f"first sync: best of {args.repeat} {best_sync['seconds']:.2f} s (all: {sync_seconds})")
     print(f"calls of a first sync: list {best_sync['list']}, info {best_sync['info']}, read {best_sync['read']}")
-    peak = max(figures["peak_rss_kb"] for figures in syncs) / 1024
-    before = max(figures["rss_before_kb"] for figures in syncs) / 1024
-    print(f"peak RSS of the sync process: {peak:.0f} MB (before the sync: {before:.0f} MB)")
+    _print_peak_memory(syncs)
     print(f"ratio first sync / cat: {best_sync['seconds'] / min(cats):.2f} (target <= 3)")
 
 

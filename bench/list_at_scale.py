@@ -39,8 +39,9 @@ from bench.wrk import require_wrk, run_one_client, run_wrk
 
 FILL_SQL = (
     # Every checkpoint has its query; one in 50 shares the query of the one before (a copy).
-    """INSERT INTO dashboards_streamingquery (query_id, name, first_seen_at)
-       SELECT md5('q' || g)::uuid, 'query_' || g, now() FROM generate_series(0, %(last_checkpoint)s) g""",
+    # The list and /metrics read no chart roll-ups: the rows say built, so no worker is asked to build them.
+    """INSERT INTO dashboards_streamingquery (query_id, name, first_seen_at, rollups_built)
+       SELECT md5('q' || g)::uuid, 'query_' || g, now(), true FROM generate_series(0, %(last_checkpoint)s) g""",
     # The figures a sync keeps on the row, with a spread of states: by g % 10, 0-5 running, 6 stopped (an hour ago),
     # 7 stalled (newest batch uncommitted 20 min ago), 8 falling behind (input over processed), 9 damaged
     # (a finding below).
@@ -48,7 +49,7 @@ FILL_SQL = (
            file_log_compact_interval, created_at, query_id, latest_batch_id, latest_batch_at, latest_committed_batch_id,
            uncommitted_batch_count, last_synced_at, root_problem, trigger_interval_ms, typical_gap_ms,
            recent_batch_duration_ms, recent_input_rate, recent_process_rate, status_figures_at, state_rows, state_bytes,
-           state_providers, sync_lease_owner)
+           state_providers, sync_lease_owner, timeline_rollups_built)
        SELECT 'q' || lpad(g::text, 5, '0'),
               CASE WHEN g %% 3 = 0 THEN 's3://lake/checkpoints/q' || g ELSE '/data/checkpoints/q' || g END,
               true, 30, '', 10, now(),
@@ -58,7 +59,7 @@ FILL_SQL = (
                                    ELSE interval '2 seconds' END,
               %(batches_each)s - 1 - (g %% 10 = 7)::int, (g %% 10 = 7)::int,
               now(), '', 1000, 1000, 300 + g %% 700, 100 + g %% 50, CASE WHEN g %% 10 = 8 THEN 50 ELSE 400 END,
-              now(), g * 1000, g * 100000, CASE WHEN g %% 2 = 0 THEN 'hdfs' ELSE 'rocksdb' END, ''
+              now(), g * 1000, g * 100000, CASE WHEN g %% 2 = 0 THEN 'hdfs' ELSE 'rocksdb' END, '', true
        FROM generate_series(0, %(last_checkpoint)s) g""",
     """INSERT INTO dashboards_batch (checkpoint_id, batch_id, offset_log_version, timestamp_ms, watermark_ms, conf,
            sources, is_committed, synced_at)
@@ -145,7 +146,7 @@ def _browser_visits(base: str, visits: int) -> list[float]:
     return times
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-list"))
     add_fill_arguments(parser)
@@ -162,7 +163,41 @@ def main() -> None:
     parser.add_argument(
         "--redis-url", default="redis://127.0.0.1:6379/5", help="Redis database emptied and used as the shared cache"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _time_variants(args: argparse.Namespace, base: str) -> None:
+    """One client on each variant of the list for ``--seconds``; print a row of latencies per variant."""
+    if args.client == "wrk":
+        require_wrk()
+    cookie = cookie_header(logged_in_session(base, USER, PASSWORD))
+    print(f"\n{'list variant':<24} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for name, path in VARIANTS.items():
+        row = _one_client_figures(args, base + path, cookie)
+        print(
+            f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
+            f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+        )
+
+
+def _one_client_figures(args: argparse.Namespace, url: str, cookie: str) -> dict:
+    """One connection on ``url`` for ``--seconds``: by wrk, or by one Python client (``--client``)."""
+    if args.client == "wrk":
+        return run_wrk(url, connections=1, seconds=args.seconds, headers={"Cookie": cookie})
+    return run_one_client(url, seconds=args.seconds, headers={"Cookie": cookie})
+
+
+def _time_browser(args: argparse.Namespace, base: str) -> None:
+    visits = _browser_visits(base, args.visits)
+    print(
+        f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
+        f"median {statistics.median(visits):.0f} ms, "
+        f"p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
+    )
+
+
+def main() -> None:
+    args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
     _recreate_database(args.database_url)
     _fill(args)
@@ -172,25 +207,8 @@ def main() -> None:
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
-        if args.client == "wrk":
-            require_wrk()
-        cookie = cookie_header(logged_in_session(base, USER, PASSWORD))
-        print(f"\n{'list variant':<24} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-        for name, path in VARIANTS.items():
-            if args.client == "wrk":
-                row = run_wrk(base + path, connections=1, seconds=args.seconds, headers={"Cookie": cookie})
-            else:
-                row = run_one_client(base + path, seconds=args.seconds, headers={"Cookie": cookie})
-            print(
-                f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
-                f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
-            )
-        visits = _browser_visits(base, args.visits)
-        print(
-            f"\nchromium, navigation to the table drawn, {len(visits)} visits: first {visits[0]:.0f} ms, "
-            f"median {statistics.median(visits):.0f} ms, "
-            f"p95 {_percentile(visits, 0.95):.0f} ms, max {max(visits):.0f} ms"
-        )
+        _time_variants(args, base)
+        _time_browser(args, base)
     finally:
         _stop([server])
 

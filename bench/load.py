@@ -48,6 +48,7 @@ from bench.wrk import require_wrk, wrk_command, wrk_figures
 REPO_DIR = Path(__file__).resolve().parent.parent
 PASSWORD = "load-test-password"
 PAGES = ("list", "detail", "batches", "timeline", "health", "api-list", "api-batches", "api-progress")
+CELERY = [sys.executable, "-m", "celery", "-A", "ckptweb"]
 # One event per batch of the history, as a listener sends them, for the progress range to read.
 PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, timestamp, duration_ms, event_time, sources,
         origin, received_at)
@@ -56,17 +57,21 @@ PROGRESS_SQL = """INSERT INTO dashboards_batchprogress (query_id, batch_id, time
     ON CONFLICT DO NOTHING"""
 
 
+# Benches that recreate their database use this name: another on the same server while one runs.
+BENCH_DATABASE = os.environ.get("CKPTWEB_BENCH_DATABASE", "ckptweb_load")
+
+
 def _database_url(server_url: str) -> str:
     parts = urlsplit(server_url)
-    return urlunsplit(parts._replace(path="/ckptweb_load"))
+    return urlunsplit(parts._replace(path=f"/{BENCH_DATABASE}"))
 
 
 def _recreate_database(server_url: str) -> None:
     import psycopg
 
     with psycopg.connect(server_url.replace("postgres://", "postgresql://"), autocommit=True) as connection:
-        connection.execute("DROP DATABASE IF EXISTS ckptweb_load WITH (FORCE)")
-        connection.execute("CREATE DATABASE ckptweb_load")
+        connection.execute(f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)")
+        connection.execute(f"CREATE DATABASE {BENCH_DATABASE}")
 
 
 def _environment(args: argparse.Namespace) -> dict[str, str]:
@@ -94,15 +99,20 @@ def _setup(args: argparse.Namespace) -> str:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
+    user = get_user_model().objects.create_user("load", password=PASSWORD)
+    _write_and_register_checkpoints(args)
+    return Token.objects.create(user=user).key
+
+
+def _write_and_register_checkpoints(args: argparse.Namespace) -> None:
+    """``--checkpoints`` histories of ``--batches`` batches each, registered to sync every ``--interval`` s."""
     from dashboards.models import Checkpoint
 
-    user = get_user_model().objects.create_user("load", password=PASSWORD)
     template = read_template()
     for number in range(args.checkpoints):
         directory = args.workdir / "checkpoints" / f"q{number:05d}"
         write_batches(directory, range(args.batches), template)
         Checkpoint.objects.create(name=f"q{number:05d}", url=str(directory), sync_interval_seconds=args.interval)
-    return Token.objects.create(user=user).key
 
 
 def _store_progress(batches: int) -> None:
@@ -130,6 +140,7 @@ def gunicorn_command(port: int, workers: int, *, timeout_seconds: int | None = N
         f"127.0.0.1:{port}",
         "--workers",
         str(workers),
+        "--no-control-socket",  # gunicorn's default socket is one per user (demo.web_command)
     ] + timeout
 
 
@@ -199,21 +210,34 @@ def _run_users(
     running = {}
     for number, page in enumerate(PAGES):
         connections = args.users // len(PAGES) + (number < args.users % len(PAGES))
-        paths_file = args.workdir / f"paths-{page}.txt"
-        paths_file.write_text(
-            "\n".join(_paths(page, checkpoint_ids, batches=args.batches, list_pages=list_pages)) + "\n"
-        )
+        paths_file = _write_paths_file(args, page, checkpoint_ids, list_pages=list_pages)
         headers = {"Authorization": f"Token {token}"} if page.startswith("api-") else {"Cookie": cookie}
-        command = wrk_command(
-            base + "/", connections=connections, seconds=args.seconds, headers=headers, paths_file=paths_file
-        )
-        running[page] = (
-            connections,
-            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-        )
+        running[page] = (connections, _start_wrk(args, base, connections, headers, paths_file))
+    return _wrk_figures_of(running, timeout=args.seconds + 120)
+
+
+def _write_paths_file(args: argparse.Namespace, page: str, checkpoint_ids: list[int], *, list_pages: int) -> Path:
+    """The file of the paths wrk asks for, for this kind of page, one a line."""
+    paths_file = args.workdir / f"paths-{page}.txt"
+    paths_file.write_text("\n".join(_paths(page, checkpoint_ids, batches=args.batches, list_pages=list_pages)) + "\n")
+    return paths_file
+
+
+def _start_wrk(
+    args: argparse.Namespace, base: str, connections: int, headers: dict[str, str], paths_file: Path
+) -> subprocess.Popen:
+    """wrk with ``connections`` connections for ``--seconds``, asking for the paths of ``paths_file``."""
+    command = wrk_command(
+        base + "/", connections=connections, seconds=args.seconds, headers=headers, paths_file=paths_file
+    )
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wrk_figures_of(running: dict[str, tuple[int, subprocess.Popen]], *, timeout: float) -> dict[str, dict]:
+    """Wait for each page's wrk and read its figures, with the connections it had."""
     figures = {}
     for page, (connections, process) in running.items():
-        output, _ = process.communicate(timeout=args.seconds + 120)
+        output, _ = process.communicate(timeout=timeout)
         if process.returncode != 0:
             raise SystemExit(f"wrk for {page} failed: {output}")
         figures[page] = {**wrk_figures(output), "connections": connections}
@@ -253,17 +277,9 @@ def _report(figures: dict[str, dict], seconds: float) -> None:
 def _sync_gaps(since, until, interval: int) -> None:
     from django.db.models import Max, Min
 
-    from dashboards.models import Checkpoint, SyncRun
+    from dashboards.models import SyncRun
 
-    gaps = []
-    for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
-        starts = list(
-            SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__gte=since, started_at__lte=until)
-            .order_by("started_at")
-            .values_list("started_at", flat=True)
-        )
-        edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
+    gaps = largest_sync_gaps(since, until)
     late = sum(1 for gap in gaps if gap > interval * 1.5)
     runs = SyncRun.objects.filter(started_at__gte=since, started_at__lte=until)
     durations = runs.exclude(finished_at__isnull=True).aggregate(first=Min("started_at"), last=Max("finished_at"))
@@ -278,7 +294,29 @@ def _sync_gaps(since, until, interval: int) -> None:
     print(f"checkpoints with a gap over 1.5 intervals: {late} of {len(gaps)}")
 
 
-def main() -> None:
+def largest_sync_gaps(since, until) -> list[float]:
+    """Per checkpoint, the longest time in seconds without a sync starting, from ``since`` to ``until``."""
+    from dashboards.models import Checkpoint
+
+    gaps = []
+    for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
+        edges = [since, *_sync_starts(checkpoint_id, since, until), until]
+        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
+    return gaps
+
+
+def _sync_starts(checkpoint_id: int, since, until) -> list:
+    """When the checkpoint's syncs from ``since`` to ``until`` started, in order."""
+    from dashboards.models import SyncRun
+
+    return list(
+        SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__gte=since, started_at__lte=until)
+        .order_by("started_at")
+        .values_list("started_at", flat=True)
+    )
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-load"))
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
@@ -295,55 +333,81 @@ def main() -> None:
     args = parser.parse_args()
     if args.users < len(PAGES):
         parser.error(f"--users must be at least {len(PAGES)}: one connection per kind of page")
-    require_wrk()
+    return args
+
+
+def _prepare(args: argparse.Namespace) -> str:
+    """Empty the work folder, the database and the Redis database; register the checkpoints; return the token."""
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "checkpoints").mkdir(parents=True)
     _recreate_database(args.database_url)
     import redis
 
     redis.Redis.from_url(args.redis_url).flushdb()
-    token = _setup(args)
+    return _setup(args)
+
+
+def _start_services(args: argparse.Namespace) -> list[subprocess.Popen]:
+    """Celery beat, the Celery workers and gunicorn, each logging into the work folder."""
     env = _environment(args)
-    celery = [sys.executable, "-m", "celery", "-A", "ckptweb"]
-    processes = [
-        _start(
-            [*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")],
-            env,
-            args.workdir / "beat.log",
-        )
-    ]
-    for number in range(args.workers):
-        command = [
-            *celery,
-            "worker",
-            f"--concurrency={args.concurrency}",
-            "--loglevel=WARNING",
-            "-n",
-            f"load{number}@%h",
-        ]
-        processes.append(_start(command, env, args.workdir / f"worker{number}.log"))
+    beat = [*CELERY, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")]
+    processes = [_start(beat, env, args.workdir / "beat.log")]
+    processes += [_start_celery_worker(args, env, number) for number in range(args.workers)]
     gunicorn = gunicorn_command(args.port, args.gunicorn_workers)
     processes.append(_start(gunicorn, env, args.workdir / "gunicorn.log"))
+    return processes
+
+
+def _start_celery_worker(args: argparse.Namespace, env: dict[str, str], number: int) -> subprocess.Popen:
+    command = [
+        *CELERY,
+        "worker",
+        f"--concurrency={args.concurrency}",
+        "--loglevel=WARNING",
+        "-n",
+        f"load{number}@%h",
+    ]
+    return _start(command, env, args.workdir / f"worker{number}.log")
+
+
+def _measure(args: argparse.Namespace, token: str) -> None:
+    """Wait for the first syncs, then load the pages while new batches are written; report both."""
+    print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")
+    print(f"all synced once after {_wait_until_all_synced(args.checkpoints, timeout=900):.0f} s")
+    _store_progress(args.batches)
+    from django.utils import timezone
+
+    from dashboards.models import Checkpoint
+    from dashboards.views.pages import CHECKPOINTS_PER_PAGE
+
+    ids = list(Checkpoint.objects.values_list("pk", flat=True))
+    list_pages = -(-len(ids) // CHECKPOINTS_PER_PAGE)  # the list page asked for is one of these at random
+    since = timezone.now()
+    figures = _run_users_while_writing(args, ids, token=token, list_pages=list_pages)
+    until = timezone.now()
+    _report(figures, args.seconds)
+    _sync_gaps(since, until, args.interval)
+
+
+def _run_users_while_writing(
+    args: argparse.Namespace, checkpoint_ids: list[int], *, token: str, list_pages: int
+) -> dict[str, dict]:
+    """``_run_users``, while a thread writes new batches into a tenth of the checkpoints."""
+    stop = threading.Event()
+    writer = threading.Thread(target=_write_new_batches, args=(args, stop), daemon=True)
+    writer.start()
+    figures = _run_users(args, f"http://127.0.0.1:{args.port}", checkpoint_ids, token=token, list_pages=list_pages)
+    stop.set()
+    return figures
+
+
+def main() -> None:
+    args = _arguments()
+    require_wrk()
+    token = _prepare(args)
+    processes = _start_services(args)
     try:
-        print(f"{args.checkpoints} checkpoints registered; waiting for the first sync of each")
-        print(f"all synced once after {_wait_until_all_synced(args.checkpoints, timeout=900):.0f} s")
-        _store_progress(args.batches)
-        from django.utils import timezone
-
-        from dashboards.models import Checkpoint
-        from dashboards.views.pages import CHECKPOINTS_PER_PAGE
-
-        ids = list(Checkpoint.objects.values_list("pk", flat=True))
-        list_pages = -(-len(ids) // CHECKPOINTS_PER_PAGE)  # the list page asked for is one of these at random
-        stop = threading.Event()
-        writer = threading.Thread(target=_write_new_batches, args=(args, stop), daemon=True)
-        since = timezone.now()
-        writer.start()
-        figures = _run_users(args, f"http://127.0.0.1:{args.port}", ids, token=token, list_pages=list_pages)
-        stop.set()
-        until = timezone.now()
-        _report(figures, args.seconds)
-        _sync_gaps(since, until, args.interval)
+        _measure(args, token)
     finally:
         _stop(processes)
 

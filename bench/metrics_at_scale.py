@@ -52,14 +52,18 @@ def _scrape_times(scrapes: int) -> tuple[list[float], int, int]:
     return times, len(statements), size
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-metrics"))
     add_fill_arguments(parser)
     parser.add_argument("--scrapes", type=int, default=30)
     parser.add_argument("--reuse", action="store_true", help="time the data already in ckptweb_load")
     parser.add_argument("--redis-url", default="", help="the shared cache's Redis (default: none, as in the test)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
     os.environ["CKPTWEB_METRICS_TOKEN"] = METRICS_TOKEN  # read by the settings at django.setup()
     if args.reuse:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import requests
 
-from bench.load import _start, _stop
+from bench.load import _start, _stop, gunicorn_command
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURE = REPO_DIR / "tests" / "fixtures" / "file_source_dedup"
@@ -100,15 +100,16 @@ def _prepare_database(workdir: Path) -> tuple[str, dict[str, str]]:
     from bench.django_env import setup_django
 
     setup_django(workdir)
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.test import Client
+    checkpoint = _register_fixture(workdir / "checkpoints" / "dedup")
+    return checkpoint.get_absolute_url(), _session_cookie()
 
+
+def _register_fixture(base: Path):
+    """Copy the fixture to ``base``, register it as "dedup" afresh, sync it and store its progress reports."""
     from dashboards.models import BatchProgress, Checkpoint
     from workers.checkpoint.progress import progress_from_dict
     from workers.sync import sync_checkpoint
 
-    base = workdir / "checkpoints" / "dedup"
     shutil.rmtree(base, ignore_errors=True)
     shutil.copytree(FIXTURE, base)
     Checkpoint.objects.filter(name="dedup").delete()
@@ -118,29 +119,41 @@ def _prepare_database(workdir: Path) -> tuple[str, dict[str, str]]:
     sync_checkpoint(checkpoint.pk)
     for progress in json.loads((base / "spark-report.json").read_text())["progress"]:
         BatchProgress.objects.store(progress_from_dict(progress, source="spark-report.json"), origin="listener")
+    return checkpoint
+
+
+def _session_cookie() -> dict[str, str]:
+    """The session cookie (name and value) of the user "page-load", logged in."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
     user, _ = get_user_model().objects.get_or_create(username="page-load")
     client = Client()
     client.force_login(user)
     name = settings.SESSION_COOKIE_NAME
-    return checkpoint.get_absolute_url(), {"name": name, "value": client.cookies[name].value}
+    return {"name": name, "value": client.cookies[name].value}
 
 
 def _start_server(repo: Path, environment: dict[str, str], port: int, log: Path) -> subprocess.Popen:
     """collectstatic and gunicorn from ``repo``; return once it answers."""
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "--clear", "--verbosity=0"],
-        cwd=repo,
-        env=environment,
-        check=True,
-    )
-    command = [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
-    server = _start(command, environment, log, cwd=repo)
+    _collectstatic(repo, environment)
+    server = _start(gunicorn_command(port, 2), environment, log, cwd=repo)
     try:
         wait_until_serving(f"http://127.0.0.1:{port}", SERVER_START_TIMEOUT_SECONDS, log=log)
     except SystemExit:
         _stop([server])
         raise
     return server
+
+
+def _collectstatic(repo: Path, environment: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--clear", "--verbosity=0"],
+        cwd=repo,
+        env=environment,
+        check=True,
+    )
 
 
 def wait_until_serving(base_url: str, timeout_seconds: float, *, log: Path) -> None:
@@ -223,7 +236,7 @@ def _report(labels: list[str], first: dict[str, list], repeat: dict[str, list]) 
             )
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument(
@@ -234,35 +247,60 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8750, help="the first checkout's port; the next ones count up")
     parser.add_argument("--mbps", type=float, default=0, help="emulated bandwidth in Mbit/s (0: the loopback as it is)")
     parser.add_argument("--rtt-ms", type=float, default=0, help="emulated round-trip time, with --mbps")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _start_servers(
+    args: argparse.Namespace, labels: list[str], path: str, servers: list[subprocess.Popen]
+) -> dict[str, str]:
+    """Serve each checkout on its own port; return the page's URL by label.
+
+    Each server is appended to ``servers`` as soon as it starts, so the caller stops those already
+    up when a later one fails.
+    """
+    urls = {}
+    for index, (label, repo) in enumerate(zip(labels, args.repo, strict=True)):
+        port = args.port + index
+        log = args.workdir / f"gunicorn-{index}.log"
+        servers.append(
+            _start_server(
+                repo.resolve(), _server_environment(args.workdir, f"server-{index}", demo=args.demo), port, log
+            )
+        )
+        urls[label] = f"http://127.0.0.1:{port}{path}"
+    return urls
+
+
+def _visit_in_turn(
+    args: argparse.Namespace, labels: list[str], urls: dict[str, str], session: dict[str, str]
+) -> tuple[dict[str, list], dict[str, list]]:
+    """Visit every server's page ``--visits`` times in turn, after one unmeasured warm-up round."""
+    from playwright.sync_api import sync_playwright
+
+    first: dict[str, list] = {label: [] for label in labels}
+    repeat: dict[str, list] = {label: [] for label in labels}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for label in labels:  # warms the servers up, not measured
+            _first_and_repeat_visit(browser, urls[label], session, args)
+        for _ in range(args.visits):
+            for label in labels:
+                visits = _first_and_repeat_visit(browser, urls[label], session, args)
+                first[label].append(visits[0])
+                repeat[label].append(visits[1])
+        browser.close()
+    return first, repeat
+
+
+def main() -> None:
+    args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
     path, session = _prepare_database(args.workdir)
     labels = [f"{index}:{repo.resolve().name}" for index, repo in enumerate(args.repo)]
-    servers, urls = [], {}
-    from playwright.sync_api import sync_playwright
-
+    servers: list[subprocess.Popen] = []
     try:
-        for index, (label, repo) in enumerate(zip(labels, args.repo, strict=True)):
-            port = args.port + index
-            log = args.workdir / f"gunicorn-{index}.log"
-            servers.append(
-                _start_server(
-                    repo.resolve(), _server_environment(args.workdir, f"server-{index}", demo=args.demo), port, log
-                )
-            )
-            urls[label] = f"http://127.0.0.1:{port}{path}"
-        first: dict[str, list] = {label: [] for label in labels}
-        repeat: dict[str, list] = {label: [] for label in labels}
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            for label in labels:  # warms the servers up, not measured
-                _first_and_repeat_visit(browser, urls[label], session, args)
-            for _ in range(args.visits):
-                for label in labels:
-                    visits = _first_and_repeat_visit(browser, urls[label], session, args)
-                    first[label].append(visits[0])
-                    repeat[label].append(visits[1])
-            browser.close()
+        urls = _start_servers(args, labels, path, servers)
+        first, repeat = _visit_in_turn(args, labels, urls, session)
         _report(labels, first, repeat)
     finally:
         _stop(servers)

@@ -110,23 +110,42 @@ def _fill(args: argparse.Namespace) -> int:
     import uuid
 
     migrate_with_user(args)
-    from django.db import connection
-
     from dashboards.models import Checkpoint, StreamingQuery
 
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     checkpoint = Checkpoint.objects.create(name="million", url="/nowhere/million", query=query)
     started = time.perf_counter()
-    with connection.cursor() as cursor:
-        for sql in FILL_SQL:
-            cursor.execute(
-                sql, {"checkpoint": checkpoint.pk, "query": query.pk, "start": START_MS, "last": args.batches - 1}
-            )
+    _execute_fill_sql(checkpoint.pk, query.pk, args.batches)
     Checkpoint.objects.filter(pk=checkpoint.pk).update(
         latest_batch_id=args.batches - 1, latest_committed_batch_id=args.batches - 2
     )
     print(f"{args.batches:,} batches written in {time.perf_counter() - started:.0f} s")
+    build_rollups_of_filled_rows(checkpoint.pk, query.pk)
     return checkpoint.pk
+
+
+def _execute_fill_sql(checkpoint_pk: int, query_pk: int, batches: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for sql in FILL_SQL:
+            cursor.execute(
+                sql, {"checkpoint": checkpoint_pk, "query": query_pk, "start": START_MS, "last": batches - 1}
+            )
+
+
+def build_rollups_of_filled_rows(checkpoint_pk: int, query_pk: int) -> None:
+    """The sync and the ingest keep the charts' roll-ups as rows arrive; rows filled in SQL have
+    theirs built once, by the worker's build (workers.rollup_builds), as after an upgrade."""
+    from dashboards.models import Checkpoint, StreamingQuery
+    from workers.rollup_builds import build_runtime_rollups, build_timeline_rollups
+
+    Checkpoint.objects.filter(pk=checkpoint_pk).update(timeline_rollups_built=False)
+    StreamingQuery.objects.filter(pk=query_pk).update(rollups_built=False)
+    started = time.perf_counter()
+    if not (build_timeline_rollups(checkpoint_pk) and build_runtime_rollups(query_pk)):
+        raise SystemExit("the chart roll-ups were not built: another build held them")
+    print(f"their chart roll-ups built in {time.perf_counter() - started:.0f} s")
 
 
 LIVE_BATCH_SQL = (
@@ -154,20 +173,28 @@ def _live_batches(
     base: str, session: requests.Session, checkpoint: int, batches: int, count: int
 ) -> dict[str, list[float]]:
     """Add ``count`` batches one by one; after each, time each chart once (its cache was keyed on the old batches)."""
-    from django.db import connection
-
     from dashboards.models import Checkpoint
 
     query = Checkpoint.objects.get(pk=checkpoint).query_id
     pages = {name: url for name, url in _pages(checkpoint, batches).items() if name in ("timeline", "runtime-charts")}
     times: dict[str, list[float]] = {name: [] for name in pages}
     for batch in range(batches, batches + count):
-        with connection.cursor() as cursor:
-            for sql in LIVE_BATCH_SQL:
-                cursor.execute(sql, {"checkpoint": checkpoint, "query": query, "start": START_MS, "batch": batch})
+        _add_live_batch(checkpoint, query, batch)
         for name, url in pages.items():
             times[name].append(_time_once(base, session, url))
     return times
+
+
+def _add_live_batch(checkpoint: int, query: int, batch: int) -> None:
+    """Batch ``batch`` and its progress, as a running query, the sync and the listener add them."""
+    from django.db import connection
+
+    from dashboards.query_page.runtime_series import refresh_runtime_rollups
+
+    with connection.cursor() as cursor:
+        for sql in LIVE_BATCH_SQL:
+            cursor.execute(sql, {"checkpoint": checkpoint, "query": query, "start": START_MS, "batch": batch})
+    refresh_runtime_rollups(query, [batch])  # as the ingest API does after storing the progress
 
 
 def _pages(checkpoint: int, batches: int) -> dict[str, str]:
@@ -216,7 +243,7 @@ def _report(rows: list[tuple[str, int, dict]]) -> None:
         )
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-pages"))
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
@@ -233,7 +260,41 @@ def main() -> None:
         default="redis://127.0.0.1:6379/5",
         help="Redis database emptied and used as the shared cache ('' for a cache per gunicorn worker)",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
+    """Time each page cold, then under wrk at one and ``--clients`` connections, then after new batches."""
+    require_wrk()
+    session = logged_in_session(base, USER, PASSWORD)
+    cookie = cookie_header(session)
+    pages = _pages(checkpoint, args.batches)
+    # The first request of each page meets an empty chart cache (a miss): timed on its own.
+    cold = {page: _time_once(base, session, url) for page, url in pages.items()}
+    _report(_load_pages(args, base, pages, cookie))
+    print(
+        "\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items())
+    )
+    live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
+    for name, times in live.items():
+        print(
+            f"{name} after each of {len(times)} new batches: "
+            f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
+        )
+
+
+def _load_pages(args: argparse.Namespace, base: str, pages: dict[str, str], cookie: str) -> list[tuple[str, int, dict]]:
+    """wrk's figures of each page at one and at ``--clients`` connections."""
+    rows = []
+    for clients in (1, args.clients):
+        for page, url in pages.items():
+            figures = run_wrk(base + url, connections=clients, seconds=args.seconds, headers={"Cookie": cookie})
+            rows.append((page, clients, figures))
+    return rows
+
+
+def main() -> None:
+    args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
     _recreate_database(args.database_url)
     checkpoint = _fill(args)
@@ -243,28 +304,7 @@ def main() -> None:
     server = _start(gunicorn, _environment(args), args.workdir / "gunicorn.log")
     try:
         _wait_for(base)
-        require_wrk()
-        session = logged_in_session(base, USER, PASSWORD)
-        cookie = cookie_header(session)
-        pages = _pages(checkpoint, args.batches)
-        # The first request of each page meets an empty chart cache (a miss): timed on its own.
-        cold = {page: _time_once(base, session, url) for page, url in pages.items()}
-        rows = []
-        for clients in (1, args.clients):
-            for page, url in pages.items():
-                figures = run_wrk(base + url, connections=clients, seconds=args.seconds, headers={"Cookie": cookie})
-                rows.append((page, clients, figures))
-        _report(rows)
-        print(
-            "\nfirst request of each page (empty caches), ms: "
-            + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items())
-        )
-        live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
-        for name, times in live.items():
-            print(
-                f"{name} after each of {len(times)} new batches: "
-                f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
-            )
+        _measure(args, base, checkpoint)
     finally:
         _stop([server])
 

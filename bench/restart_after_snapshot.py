@@ -110,13 +110,17 @@ def snapshot_copy(source: Path, target: Path) -> tuple[float, int]:
     return time.perf_counter() - started, len(applied.written)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--keys", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     from pipelines.queries import build_session
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-restart-"))
@@ -126,7 +130,20 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         build_chain(spark, chain, args.batches, args.keys)
         print(f"built {chain} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    runs = workdir / "runs"
+    measured = _restart_copies(spark, chain, workdir / "runs", args)
+    if measured is None:
+        return 1
+    results, writes = measured
+    report(results, writes, delta_chain(chain), args)
+    spark.stop()
+    return 0
+
+
+def _restart_copies(spark, chain: Path, runs: Path, args) -> tuple[dict, list[tuple[float, int]]] | None:
+    """Restart copies of the chain as it is and with our snapshots, ``args.repeat`` times each.
+
+    Returns the restart figures by kind and the snapshot writes, or None when the two restarts
+    of a repeat end with different state."""
     shutil.rmtree(runs, ignore_errors=True)
     shutil.copytree(chain, runs / "warmup")
     restart_once(spark, runs / "warmup", args.keys)
@@ -140,10 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         totals = {state_total(spark, runs / f"{kind}-{index}") for kind in results}
         if len(totals) != 1:
             print(f"state differs after the restarts: {totals}", file=sys.stderr)
-            return 1
-    report(results, writes, delta_chain(chain), args)
-    spark.stop()
-    return 0
+            return None
+    return results, writes
 
 
 def report(results: dict, writes: list[tuple[float, int]], deltas: int, args) -> None:

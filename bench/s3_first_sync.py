@@ -66,14 +66,8 @@ def _first_sync(server: DelayedS3Server, url: str, name: str, in_flight: int) ->
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--batches", type=int, default=1000)
-    parser.add_argument("--delay-ms", type=float, default=20.0)
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-s3-first-sync-"))
+def _serve_s3(workdir: Path) -> DelayedS3Server:
+    """Start the delaying S3 server and point boto3's credentials and Django's storage at it."""
     for logger in ("werkzeug", "botocore"):  # a line per request otherwise
         logging.getLogger(logger).setLevel(logging.WARNING)
     server = DelayedS3Server().start()
@@ -85,29 +79,57 @@ def main() -> None:
         os.environ[name] = value
     os.environ["CKPTWEB_S3_ENDPOINT_URL"] = server.endpoint
     setup_django(workdir, extra_roots=[f"s3://{BUCKET}"])
-    from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT
+    return server
 
+
+def _upload_history(server: DelayedS3Server, workdir: Path, batches: int) -> int:
+    """Write ``batches`` batches and upload them under history/; return the objects uploaded."""
     client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
-    history = workdir / f"history-{args.batches}"
-    write_batches(history, range(args.batches), read_template())
-    files = _upload(client, history, "history")
-    print(
-        f"{args.batches} batches, {files} objects on s3://{BUCKET}/history; each request delayed {args.delay_ms:g} ms"
-    )
-    server.delay_seconds = args.delay_ms / 1000
+    history = workdir / f"history-{batches}"
+    write_batches(history, range(batches), read_template())
+    return _upload(client, history, "history")
+
+
+def _time_first_syncs(server: DelayedS3Server, repeat: int) -> dict[int, list[dict]]:
+    """Reads in flight (one, and the default) -> the figures of each of ``repeat`` first syncs."""
+    from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT
 
     results: dict[int, list[dict]] = {1: [], REMOTE_READS_IN_FLIGHT: []}
-    for run in range(args.repeat):
+    for run in range(repeat):
         for in_flight in results:
             figures = _first_sync(server, f"s3://{BUCKET}/history", f"s3-{in_flight}-{run}", in_flight)
             results[in_flight].append(figures)
             print(f"reads in flight {in_flight:>2}: {figures}")
-    server.stop()
+    return results
+
+
+def _report(results: dict[int, list[dict]], repeat: int) -> None:
+    from workers.checkpoint.storage.checkpointstorage import REMOTE_READS_IN_FLIGHT
+
     best = {in_flight: min(figures["seconds"] for figures in runs) for in_flight, runs in results.items()}
     for in_flight, seconds in best.items():
-        print(f"first sync, {in_flight:>2} reads in flight: best of {args.repeat} {seconds:.2f} s")
+        print(f"first sync, {in_flight:>2} reads in flight: best of {repeat} {seconds:.2f} s")
     print(f"ratio one at a time / {REMOTE_READS_IN_FLIGHT} in flight: {best[1] / best[REMOTE_READS_IN_FLIGHT]:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--batches", type=int, default=1000)
+    parser.add_argument("--delay-ms", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-s3-first-sync-"))
+    server = _serve_s3(workdir)
+    files = _upload_history(server, workdir, args.batches)
+    print(
+        f"{args.batches} batches, {files} objects on s3://{BUCKET}/history; each request delayed {args.delay_ms:g} ms"
+    )
+    server.delay_seconds = args.delay_ms / 1000
+    results = _time_first_syncs(server, args.repeat)
+    server.stop()
+    _report(results, args.repeat)
 
 
 if __name__ == "__main__":

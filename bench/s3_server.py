@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,6 +25,8 @@ class DelayedS3Server:
         """``port`` 0: one the system picks (see ``endpoint``)."""
         self.delay_seconds = delay_seconds
         self.requests = 0
+        # Requests by S3 operation: "LIST" (ListObjects/ListObjectsV2), "GET", "HEAD", "PUT", ...
+        self.requests_by_kind: Counter[str] = Counter()
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -46,10 +49,12 @@ class DelayedS3Server:
     def reset_counts(self) -> None:
         with self._lock:
             self.requests = self.max_in_flight = 0
+            self.requests_by_kind.clear()
 
     def _handle(self, environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
         with self._lock:
             self.requests += 1
+            self.requests_by_kind[request_kind(environ)] += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
@@ -65,3 +70,10 @@ class DelayedS3Server:
         finally:
             with self._lock:
                 self._in_flight -= 1
+
+
+def request_kind(environ: dict[str, Any]) -> str:
+    """The S3 operation of a request: a GET of a bucket (no key) is a listing, else the HTTP method."""
+    method = environ["REQUEST_METHOD"]
+    key = environ.get("PATH_INFO", "").lstrip("/").partition("/")[2]
+    return "LIST" if method == "GET" and not key else method

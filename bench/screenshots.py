@@ -53,6 +53,7 @@ def _demo_environment(workdir: Path) -> dict[str, str]:
         "CKPTWEB_DATA_DIR": str(workdir),
         "CKPTWEB_DEMO_PASSWORD": PASSWORD,
         "CKPTWEB_INSPECT_INTERVAL_SECONDS": "20",
+        "CKPTWEB_FULL_WALK_INTERVAL_SECONDS": "20",
         "CKPTWEB_LOG_LEVEL": "WARNING",
     }
 
@@ -83,24 +84,29 @@ def _register(extras: dict[str, tuple[Path, Path | None]]) -> None:
 def _wait_until_synced(demo_dir: Path, batches: int) -> None:
     """Every checkpoint synced once; each demo query's (under ``demo_dir``) with ``batches`` committed
     batches and the listener's progress of half as many (on a busy machine it lags behind)."""
-    from dashboards.models import BatchProgress, Checkpoint
-
     deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        checkpoints = list(Checkpoint.objects.all())
-        running = [c for c in checkpoints if Path(c.url.removeprefix("file://")).is_relative_to(demo_dir)]
-        if (
-            running
-            and all(c.last_synced_at for c in checkpoints)
-            and all(
-                c.batches.filter(is_committed=True).count() >= batches
-                and BatchProgress.objects.for_query(c.query_id).count() >= batches // 2
-                for c in running
-            )
-        ):
+        if _all_synced(demo_dir, batches):
             return
         time.sleep(2)
     raise SystemExit(f"the checkpoints were not synced with {batches} batches within {SYNC_TIMEOUT_SECONDS} s")
+
+
+def _all_synced(demo_dir: Path, batches: int) -> bool:
+    """What ``_wait_until_synced`` waits for, as the database has it now."""
+    from dashboards.models import BatchProgress, Checkpoint
+
+    checkpoints = list(Checkpoint.objects.all())
+    running = [c for c in checkpoints if Path(c.url.removeprefix("file://")).is_relative_to(demo_dir)]
+    return bool(
+        running
+        and all(c.last_synced_at for c in checkpoints)
+        and all(
+            c.batches.filter(is_committed=True).count() >= batches
+            and BatchProgress.objects.for_query(c.query_id).count() >= batches // 2
+            for c in running
+        )
+    )
 
 
 def _stop_demo(demo: subprocess.Popen) -> None:
@@ -133,30 +139,40 @@ def _shoot(page, url: str, path: Path, *, height: int | None) -> None:
 def _take_screenshots(base_url: str, out: Path, widths: list[int], height: int) -> None:
     from playwright.sync_api import sync_playwright
 
+    pages = _pages_to_shoot(height)
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for index, width in enumerate(widths):
+            suffix = "" if index == 0 else f"-{width}"
+            _shoot_at_width(browser, base_url, pages, width, out=out, suffix=suffix)
+        browser.close()
+
+
+def _shoot_at_width(browser, base_url: str, pages: dict, width: int, *, out: Path, suffix: str) -> None:
+    """Log in in a new page ``width`` px wide and take each picture of ``pages`` into ``out``."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    _log_in(page, base_url)
+    for name, (path, clip_height) in pages.items():
+        _shoot(page, base_url + path, out / f"{name}{suffix}.png", height=clip_height)
+    page.close()
+
+
+def _pages_to_shoot(height: int) -> dict[str, tuple[str, int | None]]:
+    """Picture name -> (path, how much of the page's top to keep; None for all of it)."""
     from dashboards.models import BatchProgress, Checkpoint
 
     query = Checkpoint.objects.get(name=QUERY)
     # The listener's progress lags the commit log by a batch or two: show a batch that has both.
     newest = BatchProgress.objects.for_query(query.query_id).last()
-    pages = {
+    return {
         "checkpoint-list": ("/", None),
         "query-page": (query.get_absolute_url(), height),
         "batch-page": (f"{query.get_absolute_url()}batches/{newest.batch_id}/", None),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for index, width in enumerate(widths):
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            _log_in(page, base_url)
-            suffix = "" if index == 0 else f"-{width}"
-            for name, (path, clip_height) in pages.items():
-                _shoot(page, base_url + path, out / f"{name}{suffix}.png", height=clip_height)
-            page.close()
-        browser.close()
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=REPO_DIR / "docs" / "images")
@@ -166,7 +182,20 @@ def main() -> None:
     )
     parser.add_argument("--width", type=int, action="append", help="viewport width in px (repeatable; default 1400)")
     parser.add_argument("--height", type=int, default=2250, help="how much of the query page's top to keep, in px")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _set_up_django(environment: dict[str, str]) -> None:
+    """This process talks to the demo's database, as the demo does."""
+    os.environ.update(environment)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
+    import django
+
+    django.setup()
+
+
+def main() -> None:
+    args = _arguments()
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "checkpoints").mkdir(parents=True)
     environment = _demo_environment(args.workdir)
@@ -176,11 +205,7 @@ def main() -> None:
     )
     try:
         wait_until_serving(base_url, DEMO_START_TIMEOUT_SECONDS, log=args.workdir / "demo.log")
-        os.environ.update(environment)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
-        import django
-
-        django.setup()
+        _set_up_django(environment)
         _register(_copy_fixtures(args.workdir / "checkpoints"))
         _wait_until_synced(args.workdir / "checkpoints" / "demo", args.batches)
         _take_screenshots(base_url, args.out, args.width or [1400], args.height)

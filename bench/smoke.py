@@ -58,6 +58,10 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
         *("--workdir", "{workdir}", "--batches", "200", "--clients", "2", "--seconds", "1"),
         *("--gunicorn-workers", "1", "--live-batches", "1", "--port", "8866", "--redis-url", REDIS_URL),
     ),
+    "bench.cold_charts": (
+        *("--workdir", "{workdir}", "--large", "200", "--small", "100", "--rounds", "1", "--repetitions", "1"),
+        *("--port", "8868", "--redis-url", REDIS_URL),
+    ),
     "bench.load": (
         *("--workdir", "{workdir}", "--checkpoints", "4", "--batches", "5", "--interval", "5", "--users", "8"),
         *("--seconds", "2", "--workers", "1", "--concurrency", "1", "--gunicorn-workers", "1"),
@@ -115,11 +119,22 @@ def describe(module: str, status: int | None, seconds: float) -> str:
     return f"{module:<30} {outcome:<22} {seconds:6.1f} s"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--only", default=",".join(SMOKE_RUNS), help="comma-separated modules of SMOKE_RUNS")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _print_failed_logs(base: Path, failed: list[str]) -> None:
+    """The last lines of each failed bench's log."""
+    for module in failed:
+        lines = (base / f"{module}.log").read_text(errors="replace").splitlines()
+        print(f"\n== {module}, the end of {base / f'{module}.log'}:", *lines[-FAILED_OUTPUT_LINES:], sep="\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-smoke-"))
     base.mkdir(parents=True, exist_ok=True)
     started, failed = time.monotonic(), []
@@ -128,9 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(describe(module, status, seconds), flush=True)
         if status != 0:
             failed.append(module)
-    for module in failed:
-        lines = (base / f"{module}.log").read_text(errors="replace").splitlines()
-        print(f"\n== {module}, the end of {base / f'{module}.log'}:", *lines[-FAILED_OUTPUT_LINES:], sep="\n")
+    _print_failed_logs(base, failed)
     print(
         f"\n{len(args.only.split(','))} benches in {time.monotonic() - started:.0f} s; load average {os.getloadavg()}"
     )

@@ -35,6 +35,7 @@ from pathlib import Path
 import requests
 
 from bench.django_env import setup_django
+from bench.load import largest_sync_gaps
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_DIR / "tests" / "fixtures"
@@ -81,8 +82,14 @@ def _register_more(args: argparse.Namespace) -> None:
         shutil.copytree(source / "checkpoint", target)
         call_command("register_checkpoint", f"soak-{source.name}-{number}", str(target), interval=args.interval)
         number += 1
+    _set_every_interval(args.interval)
+
+
+def _set_every_interval(seconds: int) -> None:
+    from dashboards.models import Checkpoint
+
     for checkpoint in Checkpoint.objects.all():
-        checkpoint.sync_interval_seconds = args.interval
+        checkpoint.sync_interval_seconds = seconds
         checkpoint.save()  # reschedules its periodic sync
 
 
@@ -105,29 +112,13 @@ def _post(session: requests.Session, base: str, form_page: str, action: str, dat
 
 
 def _step(step: int, session: requests.Session, base: str, ids: list[int], tally: Tally) -> None:
-    from django.utils import timezone
-
-    from dashboards.models import MaintenanceRun
-
     checkpoint_id = ids[(step // 4) % len(ids)]
     page = f"/checkpoints/{checkpoint_id}/"
     kind = step % 4
     if kind == 0:
-        asked = timezone.now()
-        answer = _post(session, base, page, f"{page}sync/", {})
-        tally.sync_asks.append((checkpoint_id, asked))
+        answer = _ask_sync(session, base, checkpoint_id, tally)
     elif kind == 1:
-        before = MaintenanceRun.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-        answer = _post(
-            session,
-            base,
-            f"{page}maintenance/",
-            f"{page}maintenance/request/",
-            {"action": "purge", "keep_batches": "5"},
-        )
-        tally.plan_runs.extend(
-            MaintenanceRun.objects.filter(pk__gt=before, checkpoint_id=checkpoint_id).values_list("pk", flat=True)
-        )
+        answer = _ask_purge_plan(session, base, checkpoint_id, tally)
     else:
         answer = session.get(f"{base}{page}" if kind == 2 else f"{base}/")
     tally.pages += 1
@@ -135,20 +126,82 @@ def _step(step: int, session: requests.Session, base: str, ids: list[int], tally
         tally.failed_pages.append(f"{answer.request.method} {answer.url}: {answer.status_code}")
 
 
-def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: datetime) -> None:
-    from dashboards.models import MaintenanceRun, SyncRun
+def _ask_sync(session: requests.Session, base: str, checkpoint_id: int, tally: Tally) -> requests.Response:
+    """Press "Sync now" on the checkpoint's page; tally the ask with its time."""
+    from django.utils import timezone
 
-    log = (args.workdir / "demo.log").read_text(errors="replace")
+    page = f"/checkpoints/{checkpoint_id}/"
+    asked = timezone.now()
+    answer = _post(session, base, page, f"{page}sync/", {})
+    tally.sync_asks.append((checkpoint_id, asked))
+    return answer
+
+
+def _ask_purge_plan(session: requests.Session, base: str, checkpoint_id: int, tally: Tally) -> requests.Response:
+    """Request a purge from the maintenance page; tally the runs the request created."""
+    from dashboards.models import MaintenanceRun
+
+    page = f"/checkpoints/{checkpoint_id}/"
+    before = MaintenanceRun.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    answer = _post(
+        session,
+        base,
+        f"{page}maintenance/",
+        f"{page}maintenance/request/",
+        {"action": "purge", "keep_batches": "5"},
+    )
+    tally.plan_runs.extend(
+        MaintenanceRun.objects.filter(pk__gt=before, checkpoint_id=checkpoint_id).values_list("pk", flat=True)
+    )
+    return answer
+
+
+def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: datetime) -> None:
+    rejected, queued = _broker_leftovers(args.workdir / "broker")
+    print(
+        f"soaked {(until - since).total_seconds():.0f} s with "
+        f"{args.checkpoints} checkpoints at a {args.interval} s interval"
+    )
+    _print_restarts(args.workdir / "demo.log")
+    print(f"broker messages set aside as damaged: {len(rejected)}; still queued at the end: {len(queued)}")
+    _print_lost_asks(args, tally, until)
+    print(f"page loads and posts: {tally.pages}; failed: {len(tally.failed_pages)}")
+    for line in tally.failed_pages[:20]:
+        print(f"  {line}")
+    _print_sync_gaps(since, until, args.interval)
+
+
+def _print_restarts(demo_log: Path) -> None:
+    """The children the demo restarted (it logs each), the Celery worker's deaths counted apart."""
+    log = demo_log.read_text(errors="replace")
     restarts = [line for line in log.splitlines() if line.startswith("demo: ")]
     worker_deaths = [line for line in restarts if "Celery worker" in line]
-    rejected = (
-        list((args.workdir / "broker" / "rejected").glob("*"))
-        if (args.workdir / "broker" / "rejected").exists()
-        else []
-    )
-    queued = list((args.workdir / "broker" / "queue").glob("*.msg"))
-    grace = timedelta(seconds=args.grace)
-    lost_syncs = [
+    print(f"Celery worker deaths: {len(worker_deaths)}; all restarts by the demo: {len(restarts)}")
+    for line in restarts:
+        print(f"  {line}")
+
+
+def _print_lost_asks(args: argparse.Namespace, tally: Tally, until: datetime) -> None:
+    """The syncs asked for that did not start in time, and the plans asked for still planning."""
+    from dashboards.models import MaintenanceRun
+
+    lost_syncs = _lost_syncs(tally, timedelta(seconds=args.grace), until)
+    unplanned = MaintenanceRun.objects.filter(pk__in=tally.plan_runs, status=MaintenanceRun.Status.PLANNING).count()
+    print(f"syncs asked for: {len(tally.sync_asks)}; not started within {args.grace} s: {len(lost_syncs)}")
+    print(f"plans asked for: {len(tally.plan_runs)}; still planning at the end: {unplanned}")
+
+
+def _broker_leftovers(broker: Path) -> tuple[list[Path], list[Path]]:
+    """The messages the broker set aside as damaged, and those still queued."""
+    rejected = list((broker / "rejected").glob("*")) if (broker / "rejected").exists() else []
+    return rejected, list((broker / "queue").glob("*.msg"))
+
+
+def _lost_syncs(tally: Tally, grace: timedelta, until: datetime) -> list[tuple[int, datetime]]:
+    """The syncs asked for that did not start within ``grace`` (those asked too late to tell left out)."""
+    from dashboards.models import SyncRun
+
+    return [
         (checkpoint_id, asked)
         for checkpoint_id, asked in tally.sync_asks
         if asked + grace < until
@@ -156,35 +209,12 @@ def _report(args: argparse.Namespace, tally: Tally, since: datetime, until: date
             checkpoint_id=checkpoint_id, started_at__gte=asked, started_at__lte=asked + grace
         ).exists()
     ]
-    unplanned = MaintenanceRun.objects.filter(pk__in=tally.plan_runs, status=MaintenanceRun.Status.PLANNING).count()
-    print(
-        f"soaked {(until - since).total_seconds():.0f} s with "
-        f"{args.checkpoints} checkpoints at a {args.interval} s interval"
-    )
-    print(f"Celery worker deaths: {len(worker_deaths)}; all restarts by the demo: {len(restarts)}")
-    for line in restarts:
-        print(f"  {line}")
-    print(f"broker messages set aside as damaged: {len(rejected)}; still queued at the end: {len(queued)}")
-    print(f"syncs asked for: {len(tally.sync_asks)}; not started within {args.grace} s: {len(lost_syncs)}")
-    print(f"plans asked for: {len(tally.plan_runs)}; still planning at the end: {unplanned}")
-    print(f"page loads and posts: {tally.pages}; failed: {len(tally.failed_pages)}")
-    for line in tally.failed_pages[:20]:
-        print(f"  {line}")
-    _print_sync_gaps(since, until, args.interval)
 
 
 def _print_sync_gaps(since: datetime, until: datetime, interval: int) -> None:
-    from dashboards.models import Checkpoint, SyncRun
+    from dashboards.models import SyncRun
 
-    gaps = []
-    for checkpoint_id in Checkpoint.objects.values_list("pk", flat=True):
-        starts = list(
-            SyncRun.objects.filter(checkpoint_id=checkpoint_id, started_at__range=(since, until))
-            .order_by("started_at")
-            .values_list("started_at", flat=True)
-        )
-        edges = [since, *starts, until]
-        gaps.append(max((later - earlier).total_seconds() for earlier, later in zip(edges, edges[1:], strict=False)))
+    gaps = largest_sync_gaps(since, until)
     runs = SyncRun.objects.filter(started_at__range=(since, until))
     print(
         f"sync runs: {runs.count()} ({runs.exclude(status__in=['ok', 'partial']).count()} not ok); "
@@ -192,7 +222,7 @@ def _print_sync_gaps(since: datetime, until: datetime, interval: int) -> None:
     )
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-soak"))
     parser.add_argument("--seconds", type=int, default=7200)
@@ -201,7 +231,28 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=2.0, help="seconds between two actions")
     parser.add_argument("--grace", type=int, default=120, help="seconds an asked-for sync may take to start")
     parser.add_argument("--port", type=int, default=8011)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _act_until_deadline(args: argparse.Namespace, demo: subprocess.Popen) -> tuple[Tally, datetime, datetime]:
+    """One action every ``--every`` seconds for ``--seconds`` (or until the demo exits); the tally and its span."""
+    from django.utils import timezone
+
+    from dashboards.models import Checkpoint
+
+    base = f"http://127.0.0.1:{args.port}"
+    session, ids, tally = _session(base), list(Checkpoint.objects.values_list("pk", flat=True)), Tally()
+    since, step = timezone.now(), 0
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline and demo.poll() is None:
+        _step(step, session, base, ids, tally)
+        step += 1
+        time.sleep(args.every)
+    return tally, since, timezone.now()
+
+
+def main() -> None:
+    args = _arguments()
     shutil.rmtree(args.workdir, ignore_errors=True)
     (args.workdir / "checkpoints").mkdir(parents=True)
     demo = _start_demo(args)
@@ -209,19 +260,7 @@ def main() -> None:
         _wait_for_demo(args, demo)
         setup_django(args.workdir)
         _register_more(args)
-        from django.utils import timezone
-
-        from dashboards.models import Checkpoint
-
-        base = f"http://127.0.0.1:{args.port}"
-        session, ids, tally = _session(base), list(Checkpoint.objects.values_list("pk", flat=True)), Tally()
-        since, step = timezone.now(), 0
-        deadline = time.monotonic() + args.seconds
-        while time.monotonic() < deadline and demo.poll() is None:
-            _step(step, session, base, ids, tally)
-            step += 1
-            time.sleep(args.every)
-        until = timezone.now()
+        tally, since, until = _act_until_deadline(args, demo)
         if demo.poll() is not None:
             print(f"the demo itself exited with {demo.returncode} (see {args.workdir / 'demo.log'})")
         _report(args, tally, since, until)

@@ -72,6 +72,41 @@ def key_sets_round_trip(stores, keys_dir: Path) -> None:
         temporary.replace(keys_dir / f"{store.partition}.next")
 
 
+def keep_previous_key_sets(storage: CheckpointStorage, stores, version: int, keys_dir: Path) -> None:
+    """Write the key sets a previous sync kept, at ``version`` - 1 (not timed)."""
+    keys_dir.mkdir(exist_ok=True)
+    for store in stores:
+        (keys_dir / f"{store.partition}.keys").write_bytes(
+            read_state_keys(storage, store, version - 1, conf=CONF).to_bytes()
+        )
+
+
+def time_the_reads(storage: CheckpointStorage, stores, version: int, keys_dir: Path, repeat: int) -> dict:
+    """Best-of-``repeat`` seconds and rows of each way to read version ``version``'s keys, by name."""
+    return {
+        "follow": best_of(repeat, lambda: follow_all(storage, stores, version, keys_dir)),
+        "floor": best_of(repeat, lambda: key_sets_round_trip(stores, keys_dir)),
+        "cold": best_of(repeat, lambda: sum(read_state_keys(storage, s, version, conf=CONF).rows for s in stores)),
+        "count": best_of(repeat, lambda: sum(read_state_size(storage, s, version).rows for s in stores)),
+    }
+
+
+def report(timings: dict, version: int, partitions: int, delta_bytes: int) -> int:
+    """Print the timings against the follow's; 1 when the three ways disagree on the rows."""
+    (follow_s, followed), (floor_s, _), (cold_s, cold), (count_s, counted) = (
+        timings[name] for name in ("follow", "floor", "cold", "count")
+    )
+    print(f"state version {version}: {cold:,} rows in {partitions} partitions; the new deltas: {delta_bytes:,} bytes")
+    print(f"follow one delta (key sets from and to disk): {follow_s:8.3f} s")
+    print(f"  of which key sets read and written alone:   {floor_s:8.3f} s  (the floor, whatever the delta's size)")
+    print(f"cold read, key set:                           {cold_s:8.3f} s  ({cold_s / follow_s:.1f}x the follow)")
+    print(f"cold read, count only (the full pass):        {count_s:8.3f} s  ({count_s / follow_s:.1f}x the follow)")
+    if not followed == cold == counted:
+        print(f"MISMATCH: followed {followed}, cold {cold}, counted {counted}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
@@ -84,28 +119,10 @@ def main() -> int:
     storage = CheckpointStorage(str(checkpoint))
     stores = list_state_store_dirs(storage)
     keys_dir = workdir / "statekeys"
-    keys_dir.mkdir(exist_ok=True)
-    for store in stores:  # the key sets a previous sync kept, at V - 1 (not timed)
-        (keys_dir / f"{store.partition}.keys").write_bytes(
-            read_state_keys(storage, store, version - 1, conf=CONF).to_bytes()
-        )
-
-    follow_s, followed = best_of(args.repeat, lambda: follow_all(storage, stores, version, keys_dir))
-    floor_s, _ = best_of(args.repeat, lambda: key_sets_round_trip(stores, keys_dir))
-    cold_s, cold = best_of(
-        args.repeat, lambda: sum(read_state_keys(storage, s, version, conf=CONF).rows for s in stores)
-    )
-    count_s, counted = best_of(args.repeat, lambda: sum(read_state_size(storage, s, version).rows for s in stores))
+    keep_previous_key_sets(storage, stores, version, keys_dir)
+    timings = time_the_reads(storage, stores, version, keys_dir, args.repeat)
     delta_bytes = sum((checkpoint / s.path / f"{version}.delta").stat().st_size for s in stores)
-    print(f"state version {version}: {cold:,} rows in {len(stores)} partitions; the new deltas: {delta_bytes:,} bytes")
-    print(f"follow one delta (key sets from and to disk): {follow_s:8.3f} s")
-    print(f"  of which key sets read and written alone:   {floor_s:8.3f} s  (the floor, whatever the delta's size)")
-    print(f"cold read, key set:                           {cold_s:8.3f} s  ({cold_s / follow_s:.1f}x the follow)")
-    print(f"cold read, count only (the full pass):        {count_s:8.3f} s  ({count_s / follow_s:.1f}x the follow)")
-    if not followed == cold == counted:
-        print(f"MISMATCH: followed {followed}, cold {cold}, counted {counted}", file=sys.stderr)
-        return 1
-    return 0
+    return report(timings, version, len(stores), delta_bytes)
 
 
 if __name__ == "__main__":

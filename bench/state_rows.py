@@ -104,8 +104,6 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
     checkpoint = base / "checkpoint"
     if (checkpoint / "commits").is_dir():
         return checkpoint
-    from pyspark.sql import functions as F
-
     from pipelines.queries import build_session, stop_between_batches
 
     spark = build_session(
@@ -117,6 +115,24 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
             **variant.conf,
         },
     )
+    query = _start_dedup_query(spark, checkpoint, variant, rows_per_batch)
+    _wait_for_batches(query, checkpoint, variant)
+    failure = query.exception()
+    stop_between_batches(query, 5)
+    spark.stop()
+    if failure is not None or _committed(checkpoint) < variant.batches:
+        raise RuntimeError(f"{checkpoint}: {_committed(checkpoint)} batches committed; the query failed: {failure}")
+    if variant.needs_snapshot and (missing := missing_snapshot_cases(checkpoint)):
+        raise RuntimeError(
+            f"{'; '.join(missing)}, after {SNAPSHOT_WAIT_SECONDS} s of batches beyond the first {variant.batches}"
+        )
+    return checkpoint
+
+
+def _start_dedup_query(spark, checkpoint: Path, variant: Variant, rows_per_batch: int):
+    """dropDuplicates with a watermark over a rate-micro-batch source, into a noop sink."""
+    from pyspark.sql import functions as F
+
     events = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", rows_per_batch)
@@ -127,16 +143,20 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
         .select(F.expr(variant.key_sql).alias("key"), "timestamp")
     )
     deduped = events.withWatermark("timestamp", "35 seconds").dropDuplicates(["key", "timestamp"])
-    query = (
+    return (
         deduped.writeStream.format("noop")
         .outputMode("append")
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=variant.trigger)
         .start()
     )
-    # The source never runs dry: stop after variant.batches commits (between batches if one ends
-    # within 5 s). From batch 5 on every batch evicts one old batch's rows, so the state stays at
-    # 4-5 batches' rows, and an interrupted batch leaves nothing the latest commit depends on.
+
+
+def _wait_for_batches(query, checkpoint: Path, variant: Variant) -> None:
+    """Until ``variant.batches`` commits, then (for a snapshot variant) its snapshots, a bounded wait."""
+    # The source never runs dry: the caller stops after variant.batches commits (between batches if
+    # one ends within 5 s). From batch 5 on every batch evicts one old batch's rows, so the state
+    # stays at 4-5 batches' rows, and an interrupted batch leaves nothing the latest commit depends on.
     while query.isActive and _committed(checkpoint) < variant.batches:
         time.sleep(0.2)
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
@@ -144,13 +164,6 @@ def build_state(base: Path, variant: Variant, rows_per_batch: int) -> Path:
         if time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    stop_between_batches(query, 5)
-    spark.stop()
-    if variant.needs_snapshot and (missing := missing_snapshot_cases(checkpoint)):
-        raise RuntimeError(
-            f"{'; '.join(missing)}, after {SNAPSHOT_WAIT_SECONDS} s of batches beyond the first {variant.batches}"
-        )
-    return checkpoint
 
 
 def _committed(checkpoint: Path) -> int:
@@ -413,14 +426,19 @@ def add_spark_warm(cases: dict[str, Figures], repeat: int) -> None:
 
     spark = build_session("bench-warm", master="local[2]", conf={"spark.sql.shuffle.partitions": str(PARTITIONS)})
     for figures in cases.values():
-        checkpoint, versions = figures.checkpoint, figures.versions
-        spark_count(spark, checkpoint, versions)  # warm-up: JIT, class loading, file system caches
-        figures.seconds["spark warm"], (rows, key_chars) = best_of(
-            repeat, lambda checkpoint=checkpoint, versions=versions: spark_count(spark, checkpoint, versions)
-        )
-        figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
-        figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")
+        _time_spark_warm(spark, figures, repeat)
     spark.stop()
+
+
+def _time_spark_warm(spark, figures: Figures, repeat: int) -> None:
+    """Spark's count of one case in a warm session, best of ``repeat``, checked against ours."""
+    checkpoint, versions = figures.checkpoint, figures.versions
+    spark_count(spark, checkpoint, versions)  # warm-up: JIT, class loading, file system caches
+    figures.seconds["spark warm"], (rows, key_chars) = best_of(
+        repeat, lambda checkpoint=checkpoint, versions=versions: spark_count(spark, checkpoint, versions)
+    )
+    figures.rows_equal = figures.rows_equal and rows == figures.ours.rows
+    figures.notes.append(f"Spark: rows {rows}, key chars {key_chars}; rows equal ours: {rows == figures.ours.rows}")
 
 
 def report(label: str, figures: Figures) -> None:
@@ -440,30 +458,45 @@ def report(label: str, figures: Figures) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--rows-per-batch", type=int, default=250_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cases", default=",".join(CASES))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-"))
     labels = args.cases.split(",")
-    variants = dict.fromkeys(CASES[label][0] for label in labels)
-    checkpoints = {variant: build_state(base / variant, VARIANTS[variant], args.rows_per_batch) for variant in variants}
+    checkpoints = _build_variants(base, labels, args.rows_per_batch)
     print(f"load average before measuring: {os.getloadavg()}")
     try:
         versions = {label: CASES[label][1](checkpoints[CASES[label][0]]) for label in labels}
     except LookupError as error:
         print(f"cannot measure this case: {error}", file=sys.stderr)
         return 2
-    cases = {label: measure_case(checkpoints[CASES[label][0]], versions[label], args.repeat) for label in labels}
-    add_pooled(cases, args.repeat)
-    add_spark_warm(cases, args.repeat)
+    cases = _measure_cases(checkpoints, versions, args.repeat)
     for label, figures in cases.items():
         report(label, figures)
     print(f"\nload average after: {os.getloadavg()}")
     return 0 if all(figures.rows_equal for figures in cases.values()) else 1
+
+
+def _build_variants(base: Path, labels: list[str], rows_per_batch: int) -> dict[str, Path]:
+    """The checkpoint of each variant the cases ``labels`` read, built once under ``base``."""
+    variants = dict.fromkeys(CASES[label][0] for label in labels)
+    return {variant: build_state(base / variant, VARIANTS[variant], rows_per_batch) for variant in variants}
+
+
+def _measure_cases(checkpoints: dict, versions: dict, repeat: int) -> dict[str, Figures]:
+    """Each case (label -> its versions) measured our ways, in two processes and by a warm Spark."""
+    cases = {label: measure_case(checkpoints[CASES[label][0]], versions[label], repeat) for label in versions}
+    add_pooled(cases, repeat)
+    add_spark_warm(cases, repeat)
+    return cases
 
 
 if __name__ == "__main__":

@@ -54,22 +54,32 @@ def _probe_ten(checkpoint, directory: Path) -> tuple[float, tuple[int, ...]]:
     return elapsed, (run.kind, run.list_calls, run.info_calls, run.read_calls, run.bytes_read)
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--short", type=int, default=100)
     parser.add_argument("--long", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _best_probes(cases: dict, repeat: int) -> tuple[dict[str, float], dict[str, tuple[int, ...]]]:
+    """Each case's best time of ten probes over ``repeat`` tries, and the calls the probes made."""
+    best, calls = {}, {}
+    for _ in range(repeat):
+        for name, (checkpoint, directory) in cases.items():
+            elapsed, calls[name] = _probe_ten(checkpoint, directory)
+            best[name] = min(best.get(name, elapsed), elapsed)
+    return best, calls
+
+
+def main() -> None:
+    args = _arguments()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-sync-calls-"))
     (workdir / "checkpoints").mkdir(parents=True, exist_ok=True)
     setup_django(workdir)
     cases = {"short": _register(workdir, "short", args.short), "long": _register(workdir, "long", args.long)}
-    best, calls = {}, {}
-    for _ in range(args.repeat):
-        for name, (checkpoint, directory) in cases.items():
-            elapsed, calls[name] = _probe_ten(checkpoint, directory)
-            best[name] = min(best.get(name, elapsed), elapsed)
+    best, calls = _best_probes(cases, args.repeat)
     for name in cases:
         print(
             f"{name}: calls (kind, list, info, read, bytes) {calls[name]}, "

@@ -119,35 +119,32 @@ def _serve(args: argparse.Namespace, histories: Histories, gunicorn_pid: int, ba
     session: requests.Session = logged_in_session(base, "memory", PASSWORD)
     print(f"{'requests':>8} {'master MB':>10}  {'worker pid:MB':<30} load average", flush=True)
     static_files = STATIC_FILE.findall(session.get(f"{base}/checkpoints/{histories.ids[0]}/").text)
-    failed, rows, paths = [], [_sample(gunicorn_pid, 0)], histories.paths() + static_files
-    _print_sample(rows[0])
+    failed, rows, paths = [], [], histories.paths() + static_files
+    _add_sample(rows, gunicorn_pid, 0)
     for done in range(1, args.requests + 1):
-        path = paths[done % len(paths)]
-        status = session.get(base + path, timeout=120).status_code
-        if status >= 400:
-            failed.append(f"{path}: {status}")
+        _get_noting_failure(session, base, paths[done % len(paths)], failed)
         if done % args.batch_every == 0:
             histories.add_batches(range(histories.next_batch, histories.next_batch + 1))
             paths = histories.paths() + static_files
         if done % args.sample_every == 0 or done == args.requests:
-            rows.append(_sample(gunicorn_pid, done))
-            _print_sample(rows[-1])
+            _add_sample(rows, gunicorn_pid, done)
     warm = next((row for row in rows if row["done"] >= args.warm_up), rows[-1])
     _print_growth(warm, rows[-1], failed)
 
 
+def _get_noting_failure(session: requests.Session, base: str, path: str, failed: list[str]) -> None:
+    status = session.get(base + path, timeout=120).status_code
+    if status >= 400:
+        failed.append(f"{path}: {status}")
+
+
+def _add_sample(rows: list[dict], gunicorn_pid: int, done: int) -> None:
+    rows.append(_sample(gunicorn_pid, done))
+    _print_sample(rows[-1])
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_embedded_arguments(parser, workdir="/tmp/ckptweb-web-memory", debugged="gunicorn")
-    parser.add_argument("--requests", type=int, default=20_000)
-    parser.add_argument("--checkpoints", type=int, default=3)
-    parser.add_argument("--batches", type=int, default=2000, help="history of each checkpoint at the start")
-    parser.add_argument("--batch-every", type=int, default=100, help="requests between two new batches")
-    parser.add_argument("--sample-every", type=int, default=1000)
-    parser.add_argument("--warm-up", type=int, default=2000, help="requests before the growth is measured")
-    parser.add_argument("--gunicorn-workers", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8747)
-    args = parser.parse_args()
+    args = _arguments()
     fresh_embedded_default(args.workdir)
     histories = Histories(args)
     gunicorn = _start(
@@ -161,6 +158,20 @@ def main() -> None:
         _serve(args, histories, gunicorn.pid, base)
     finally:
         _stop([gunicorn])
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_embedded_arguments(parser, workdir="/tmp/ckptweb-web-memory", debugged="gunicorn")
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--checkpoints", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=2000, help="history of each checkpoint at the start")
+    parser.add_argument("--batch-every", type=int, default=100, help="requests between two new batches")
+    parser.add_argument("--sample-every", type=int, default=1000)
+    parser.add_argument("--warm-up", type=int, default=2000, help="requests before the growth is measured")
+    parser.add_argument("--gunicorn-workers", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8747)
+    return parser.parse_args()
 
 
 if __name__ == "__main__":

@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from bench.checkpoint_history import read_template, write_batches
 from bench.django_env import add_embedded_arguments, embedded_environment, fixture_checkpoints, fresh_embedded_default
-from bench.load import _start, _stop
+from bench.load import CELERY, _start, _stop
 from bench.rss import child_pids, load_average, rss_mb
 
 
@@ -116,7 +115,7 @@ def _measure(args: argparse.Namespace, worker: subprocess.Popen) -> None:
     _print_growth(rows[0], rows[-1])
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_embedded_arguments(parser, workdir="/tmp/ckptweb-worker-memory", debugged="the worker")
     parser.add_argument("--minutes", type=float, default=60)
@@ -124,16 +123,22 @@ def main() -> None:
     parser.add_argument("--interval", type=int, default=10, help="seconds between two syncs of a checkpoint")
     parser.add_argument("--sample-seconds", type=float, default=300)
     parser.add_argument("--concurrency", type=int, default=2)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _start_beat_and_worker(args: argparse.Namespace) -> list[subprocess.Popen]:
+    """celery beat and one worker, in that order, each logging into the work folder."""
+    env = embedded_environment(args.workdir, debug=args.debug)
+    beat = [*CELERY, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")]
+    worker = [*CELERY, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", "-n", "mem@%h"]
+    return [_start(beat, env, args.workdir / "beat.log"), _start(worker, env, args.workdir / "worker.log")]
+
+
+def main() -> None:
+    args = _arguments()
     fresh_embedded_default(args.workdir)
     folders = _register_checkpoints(args)
-    env, celery = (
-        embedded_environment(args.workdir, debug=args.debug),
-        [sys.executable, "-m", "celery", "-A", "ckptweb"],
-    )
-    beat = [*celery, "beat", "--loglevel=WARNING", "-s", str(args.workdir / "beat-schedule")]
-    worker = [*celery, "worker", f"--concurrency={args.concurrency}", "--loglevel=WARNING", "-n", "mem@%h"]
-    processes = [_start(beat, env, args.workdir / "beat.log"), _start(worker, env, args.workdir / "worker.log")]
+    processes = _start_beat_and_worker(args)
     stop = threading.Event()
     threading.Thread(target=_write_new_batches, args=(folders, args.interval, stop), daemon=True).start()
     try:

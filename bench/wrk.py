@@ -60,7 +60,6 @@ def run_one_client(url: str, *, seconds: int, headers: dict[str, str]) -> dict:
     For one connection only (the threads' contention above does not arise); the client's own
     CPU, about a millisecond a request, runs on the server's cores as wrk's does.
     """
-    import http.client
     import time
     from urllib.parse import urlsplit
 
@@ -70,13 +69,14 @@ def run_one_client(url: str, *, seconds: int, headers: dict[str, str]) -> dict:
     started = time.perf_counter()
     while time.perf_counter() - started < seconds:
         sent = time.perf_counter()
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        connection.request("GET", path, headers=headers)
-        response = connection.getresponse()
-        response.read()
-        connection.close()
+        status = _get_on_new_connection(parts.hostname, parts.port, path, headers)
         milliseconds.append((time.perf_counter() - sent) * 1000)
-        errors += response.status >= 400
+        errors += status >= 400
+    return _figures_as_wrk_gives_them(milliseconds, errors, seconds=time.perf_counter() - started)
+
+
+def _figures_as_wrk_gives_them(milliseconds: list[float], errors: int, *, seconds: float) -> dict:
+    """The figures of ``wrk_figures`` from the requests' milliseconds."""
     ordered = sorted(milliseconds)
     return {
         "requests": len(ordered),
@@ -85,8 +85,20 @@ def run_one_client(url: str, *, seconds: int, headers: dict[str, str]) -> dict:
         "p95_ms": _nearest_rank(ordered, 0.95),
         "p99_ms": _nearest_rank(ordered, 0.99),
         "max_ms": ordered[-1],
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
     }
+
+
+def _get_on_new_connection(host: str, port: int | None, path: str, headers: dict[str, str]) -> int:
+    """GET ``path`` on a connection of its own, read the whole answer and return its status."""
+    import http.client
+
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response.status
 
 
 def _nearest_rank(ordered: list[float], fraction: float) -> float:

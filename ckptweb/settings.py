@@ -278,6 +278,10 @@ CELERY_BEAT_SCHEDULE = {
     # Maintenance runs whose worker died (lease expired) are resumed from where they stopped.
     "resume-interrupted-maintenance": {"task": "workers.tasks.resume_interrupted_maintenance", "schedule": 60.0},
     "prune-history": {"task": "workers.tasks.prune_history", "schedule": 3600.0},
+    "prune-maintenance-backups": {"task": "workers.tasks.prune_maintenance_backups", "schedule": 3600.0},
+    # Chart roll-ups of history stored before they existed (workers/rollup_builds.py): one owner
+    # lookup when there is nothing to build.
+    "build-missing-rollups": {"task": "workers.tasks.build_missing_rollups", "schedule": 60.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
 # Queues by kind of work, so that each can get its own workers and concurrency (docs/scaling.md):
@@ -317,9 +321,14 @@ S3_ENDPOINT_URL = env("S3_ENDPOINT_URL", "")
 # Object-store calls: connect and read timeout, and attempts per call (botocore's standard retries).
 STORAGE_TIMEOUT_SECONDS = env_int("STORAGE_TIMEOUT_SECONDS", 10)
 STORAGE_MAX_ATTEMPTS = env_int("STORAGE_MAX_ATTEMPTS", 3)
-# The full pass (file inventory, integrity checks, compactible logs) lists every directory: run it
-# with a sync at most this often, not on every sync.
-INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300)
+# Between full walks a sync probes, at most this often, the names Spark writes or deletes beyond
+# offsets/ and commits/ (the compactible logs' next batch files, state snapshots written and
+# versions deleted by maintenance): calls that grow with what is new (workers/probe_pass.py).
+INSPECT_INTERVAL_SECONDS = env_int("INSPECT_INTERVAL_SECONDS", 300, minimum=0)
+# The full walk (file inventory, integrity checks, every compactible log and state store) lists
+# every directory, so its calls grow with the retained files: it runs on registration, when asked
+# for on the query page, when a probe finds what it cannot explain, and at most this often.
+FULL_WALK_INTERVAL_SECONDS = env_int("FULL_WALK_INTERVAL_SECONDS", 6 * 3600, minimum=0)
 # History kept (workers/retention.py, hourly on celery beat): sync runs older than this many days
 # are folded into per-checkpoint totals (the /metrics counters go on from them) and deleted;
 # inventory passes older than INVENTORY_HISTORY_DAYS are thinned to the last pass of each day.
@@ -329,10 +338,16 @@ INVENTORY_HISTORY_DAYS = env_int("INVENTORY_HISTORY_DAYS", 2, minimum=1)
 # lease this often (a crashed worker's run is resumed once the lease expires); a query counts as
 # stopped when no batch and no live progress arrived for MAINTENANCE_QUIET_SECONDS; with
 # MAINTENANCE_REQUIRES_APPROVAL a second person with the approve permission must approve a run.
+# The risky actions (rewind, skip, repair, undo: they change what the query computes next) need
+# that approval whatever MAINTENANCE_REQUIRES_APPROVAL says, unless this is turned off.
 MAINTENANCE_PLAN_MAX_AGE_SECONDS = env_int("MAINTENANCE_PLAN_MAX_AGE_SECONDS", 3600)
 MAINTENANCE_LEASE_SECONDS = env_int("MAINTENANCE_LEASE_SECONDS", 120)
 MAINTENANCE_QUIET_SECONDS = env_int("MAINTENANCE_QUIET_SECONDS", 300)
 MAINTENANCE_REQUIRES_APPROVAL = env_flag("MAINTENANCE_REQUIRES_APPROVAL", default=False)
+MAINTENANCE_RISKY_ACTIONS_NEED_APPROVAL = env_flag("MAINTENANCE_RISKY_ACTIONS_NEED_APPROVAL", default=True)
+# A risky run's backup (what it deleted or overwrote, inside the checkpoint) is kept this many days
+# after the run ended; until then the run can be undone. Pruned hourly (workers/backup_retention.py).
+MAINTENANCE_BACKUP_RETENTION_DAYS = env_int("MAINTENANCE_BACKUP_RETENTION_DAYS", 7, minimum=1)
 # The health model (dashboards/health/query_status.py): the floors under the thresholds a query's own
 # history gives. Stopped: no batch and no progress for the longer of this and 3 usual gaps between
 # batches. Stalled: a planned batch not committed for the longer of this and 10 usual batch
@@ -345,6 +360,9 @@ HEALTH_BEHIND_RATIO = env_ratio("HEALTH_BEHIND_RATIO", 1.2)
 # tasks on the state queue, STATE_FANOUT_CHUNK_PARTITIONS operator partitions each (0: never).
 STATE_FANOUT_PARTITIONS = env_int("STATE_FANOUT_PARTITIONS", 64, minimum=0)
 STATE_FANOUT_CHUNK_PARTITIONS = env_int("STATE_FANOUT_CHUNK_PARTITIONS", 50, minimum=1)
+# A chart roll-up build of older history (workers/rollup_builds.py) reads this many batch ids per
+# task run and resumes from there in the next (any machine): about 2 s of a housekeeping worker.
+ROLLUP_BUILD_CHUNK_BATCHES = env_int("ROLLUP_BUILD_CHUNK_BATCHES", 16_384, minimum=8)
 # Counting a state partition's rows reads its whole load chain: partitions needing more are
 # listed with "not counted" instead.
 STATE_ROWS_MAX_BYTES = env_int("STATE_ROWS_MAX_BYTES", 64 * 1024 * 1024)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboards.views import favicon, maintenance, registry, runtime
+from dashboards.views import chart_builds, favicon, maintenance, registry, runtime
 from dashboards.views import pages as views
 
 app_name = "dashboards"
@@ -17,6 +17,7 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/restore/", registry.checkpoint_restore, name="checkpoint-restore"),
     path("checkpoints/<int:checkpoint_id>/remove/", registry.checkpoint_remove, name="checkpoint-remove"),
     path("checkpoints/<int:checkpoint_id>/sync/", views.checkpoint_sync, name="checkpoint-sync"),
+    path("checkpoints/<int:checkpoint_id>/full-walk/", views.checkpoint_full_walk, name="checkpoint-full-walk"),
     path(
         "checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"
     ),
@@ -35,6 +36,17 @@ urlpatterns = [
         name="inventory-growth-chart",
     ),
     path("checkpoints/<int:checkpoint_id>/charts/runtime.json", runtime.runtime_charts, name="runtime-charts"),
+    # While a worker builds a history's chart roll-ups, the page polls these for the charts.
+    path(
+        "checkpoints/<int:checkpoint_id>/charts/timeline/slot/",
+        chart_builds.timeline_chart_slot,
+        name="timeline-chart-slot",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/charts/runtime/slot/",
+        chart_builds.runtime_charts_slot,
+        name="runtime-charts-slot",
+    ),
     path(
         "checkpoints/<int:checkpoint_id>/charts/state-heatmap.json",
         views.state_heatmap_chart,
@@ -84,6 +96,11 @@ urlpatterns = [
         "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/cancel/",
         maintenance.maintenance_cancel,
         name="maintenance-cancel",
+    ),
+    path(
+        "checkpoints/<int:checkpoint_id>/maintenance/<int:run_id>/undo/",
+        maintenance.maintenance_undo,
+        name="maintenance-undo",
     ),
     path("audit/", maintenance.audit_log, name="audit-log"),
     path("health/", views.health, name="health"),

@@ -56,9 +56,22 @@ STOP_TIMEOUT_SECONDS = 60
 
 def start_queries(spark, out_dir: Path, trigger_seconds: float) -> dict:
     """Start the demo queries; return them by name."""
-    now_ms = int(time.time() * 1000)
     step_ms = int(trigger_seconds * 1000)
-    writers = {
+    queries = {}
+    for name, writer in _demo_writers(spark, out_dir, step_ms).items():
+        queries[name] = writer.trigger(processingTime=f"{step_ms} milliseconds").start()
+        print(
+            f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()} {(out_dir / name / 'output').resolve()}",
+            flush=True,
+        )
+    print("ready", flush=True)
+    return queries
+
+
+def _demo_writers(spark, out_dir: Path, step_ms: int) -> dict:
+    """The demo queries' stream writers by name, their rate sources starting now."""
+    now_ms = int(time.time() * 1000)
+    return {
         "windowed_agg_file_sink": windowed_agg_file_sink_query(
             spark, out_dir / "windowed_agg_file_sink", RateSpec(50, now_ms, step_ms), retention=SINK_RETENTION
         ),
@@ -73,15 +86,6 @@ def start_queries(spark, out_dir: Path, trigger_seconds: float) -> dict:
             spark, out_dir / "rate_dedup", RateSpec(30, now_ms, step_ms), retention=SINK_RETENTION
         ),
     }
-    queries = {}
-    for name, writer in writers.items():
-        queries[name] = writer.trigger(processingTime=f"{step_ms} milliseconds").start()
-        print(
-            f"checkpoint {name} {(out_dir / name / 'checkpoint').resolve()} {(out_dir / name / 'output').resolve()}",
-            flush=True,
-        )
-    print("ready", flush=True)
-    return queries
 
 
 def delete_old_output(out_dir: Path, now: float) -> int:
@@ -120,12 +124,16 @@ def run_until_stopped(queries: dict, out_dir: Path, seconds: float | None, stop:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run demo streaming queries writing checkpoints.")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seconds", type=float, help="stop after this many seconds (default: until a signal)")
     parser.add_argument("--trigger-seconds", type=float, default=5.0, help="trigger interval (default 5)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     out_dir = args.out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     spark = build_session("ckptweb-demo", conf=DEMO_CONF, jvm_in_own_process_group=True)
@@ -138,11 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         queries = start_queries(spark, out_dir, args.trigger_seconds)
         return run_until_stopped(queries, out_dir, args.seconds, stop)
     finally:
-        for query in queries.values():
-            stop_between_batches(query, timeout_seconds=STOP_TIMEOUT_SECONDS)
-        if listener is not None:
-            listener.close()
-        spark.stop()
+        _stop_everything(spark, queries, listener)
+
+
+def _stop_everything(spark, queries: dict, listener: CkptwebProgressListener | None) -> None:
+    """Stop the queries between batches, then the listener and the session."""
+    for query in queries.values():
+        stop_between_batches(query, timeout_seconds=STOP_TIMEOUT_SECONDS)
+    if listener is not None:
+        listener.close()
+    spark.stop()
 
 
 def add_progress_listener(spark, out_dir: Path) -> CkptwebProgressListener | None:

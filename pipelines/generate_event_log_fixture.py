@@ -120,13 +120,17 @@ def generate_run(out_dir: Path, name: str) -> None:
         spark.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Generate Spark-written event-log fixtures.")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument(
         "--only", action="append", choices=RUN_NAMES + EXTRA_RUN_NAMES, help="generate only this run (repeatable)"
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     out_dir = args.out_dir.resolve()
     names = args.only or list(RUN_NAMES)
     started = time.monotonic()

@@ -5,6 +5,9 @@
 Every query runs in real PySpark (local[2], 2 shuffle partitions) with settings that make
 maintenance happen within a dozen batches: state snapshots after 2 deltas, cleanup keeping 3
 batches, file-log compaction every 3 batches with no cleanup delay, a 1 s maintenance interval.
+Snapshots and cleanup happen on Spark's background thread, apart from the batches: before it
+stops a query the generator waits (bounded) for the ones the fixtures show (maintenance_wanted,
+pipelines/maintenance_wait.py), so a loaded machine gives a few more batches, not other files.
 Each query writes `OUT_DIR/<name>/checkpoint` (plus `output/`, `input/` beside it) and
 `OUT_DIR/<name>/spark-report.json`: what Spark itself reported (see pipelines/README.md).
 
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pipelines.maintenance_wait import MaintenanceWanted, wait_for_maintenance
 from pipelines.queries import (
     FIXTURE_START_MS,
     RateSpec,
@@ -107,14 +111,36 @@ JOIN_RIGHT = RateSpec(rows_per_batch=4, start_ms=FIXTURE_START_MS + 500, advance
 RATE_BATCHES = 12
 # Reached in batch 6 of 12 (10 rows a batch): later batches let nothing through.
 STREAMING_LIMIT = 55
-# Long enough for a batch to finish before the next trigger, so the query can be stopped idle.
-TRIGGER_INTERVAL = "1500 milliseconds"
+# Long enough for a batch to finish before the next trigger, so the query can be stopped idle;
+# doubled at each new attempt (trigger_interval).
+TRIGGER_INTERVAL_MS = 1500
 DEDUP_INPUT_FILES = 8
 KILL_BATCH_ID = 6
 CHILD_TIMEOUT_SECONDS = 300
 STOP_ATTEMPTS = 3
+# Before a new attempt: a few maintenance intervals (1 s) in which nothing of the stopped query's
+# was written (_clear_failed_attempt), within this bound.
+RETRY_QUIET_SECONDS = 5
+RETRY_CLEAR_TIMEOUT_SECONDS = 120
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Versions that Spark's cleanup (minBatchesToRetain 3 over 12 batches) has deleted in the queries
+# whose cleanup tests/spark/test_fixture_regeneration.py checks.
+CLEANED_QUERIES = tuple(name for name in QUERY_NAMES if name.startswith("rocksdb_")) + ("hdfs_zstd_row_checksum",)
+CLEANED_UP_TO_VERSION = 5
+
+
+def maintenance_wanted(name: str) -> MaintenanceWanted:
+    """What Spark's maintenance thread must have left in query ``name``'s state before it stops:
+    a snapshot in every HDFS-backed store, two zips in every RocksDB store, and the first versions
+    gone where the fixture shows cleanup (pipelines/maintenance_wait.py says why it is waited for)."""
+    cleaned_below = CLEANED_UP_TO_VERSION + 1 if name in CLEANED_QUERIES else 0
+    return MaintenanceWanted(snapshots=2 if name.startswith("rocksdb_") else 1, cleaned_below=cleaned_below)
+
+
+def _query_failure(query) -> str | None:
+    error = query.exception()
+    return f"query {query.name} failed: {error}" if error is not None else None
 
 
 @dataclass(frozen=True)
@@ -128,11 +154,20 @@ class QueryRun:
 # --- rate-source queries: a fixed number of triggers, stopped between two batches ---------------
 
 
-def run_rate_query(writer) -> QueryRun:
-    """Start `writer`, let it commit RATE_BATCHES batches, and stop it while no batch runs."""
-    query = writer.trigger(processingTime=TRIGGER_INTERVAL).start()
+def trigger_interval(attempt: int) -> str:
+    """The trigger of attempt 1, 2, 3: 1.5 s, 3 s, 6 s. On a loaded machine a batch can take as
+    long as the trigger; batches then run back to back with no idle moment to stop in, and the
+    stop lands inside one (the attempt fails): a longer trigger leaves that moment again."""
+    return f"{TRIGGER_INTERVAL_MS * 2 ** (attempt - 1)} milliseconds"
+
+
+def run_rate_query(writer, base: Path, trigger: str) -> QueryRun:
+    """Start `writer`, let it commit RATE_BATCHES batches (more while Spark's maintenance catches
+    up), and stop it while no batch runs."""
+    query = writer.trigger(processingTime=trigger).start()
     try:
         _wait_for_batch(query, RATE_BATCHES - 1)
+        wait_for_maintenance(base / "checkpoint", maintenance_wanted(base.name), lambda: _query_failure(query))
     finally:
         stop_between_batches(query, timeout_seconds=60)
     return QueryRun(str(query.id), _progress_of(query))
@@ -155,30 +190,30 @@ def _progress_of(query) -> list[dict]:
     return [json.loads(progress.json) for progress in query.recentProgress]
 
 
-def run_windowed_agg_file_sink(spark, base: Path) -> QueryRun:
-    return run_rate_query(windowed_agg_file_sink_query(spark, base, RATE))
+def run_windowed_agg_file_sink(spark, base: Path, trigger: str) -> QueryRun:
+    return run_rate_query(windowed_agg_file_sink_query(spark, base, RATE), base, trigger)
 
 
-def run_stream_stream_join(spark, base: Path) -> QueryRun:
-    return run_rate_query(stream_stream_join_query(spark, base, JOIN_LEFT, JOIN_RIGHT))
+def run_stream_stream_join(spark, base: Path, trigger: str) -> QueryRun:
+    return run_rate_query(stream_stream_join_query(spark, base, JOIN_LEFT, JOIN_RIGHT), base, trigger)
 
 
-def run_windowed_agg_noop(spark, base: Path) -> QueryRun:
+def run_windowed_agg_noop(spark, base: Path, trigger: str) -> QueryRun:
     """The windowed aggregation without a sink: for the state store settings of QUERY_CONF."""
-    return run_rate_query(windowed_agg_noop_query(spark, base, base.name, RATE))
+    return run_rate_query(windowed_agg_noop_query(spark, base, base.name, RATE), base, trigger)
 
 
-def run_rate_dedup_noop(spark, base: Path) -> QueryRun:
-    return run_rate_query(rate_dedup_noop_query(spark, base, base.name, RATE))
+def run_rate_dedup_noop(spark, base: Path, trigger: str) -> QueryRun:
+    return run_rate_query(rate_dedup_noop_query(spark, base, base.name, RATE), base, trigger)
 
 
-def run_stream_stream_join_noop(spark, base: Path) -> QueryRun:
+def run_stream_stream_join_noop(spark, base: Path, trigger: str) -> QueryRun:
     """The stream-stream join without a sink: for the state store settings of QUERY_CONF."""
-    return run_rate_query(stream_stream_join_noop_query(spark, base, base.name, JOIN_LEFT, JOIN_RIGHT))
+    return run_rate_query(stream_stream_join_noop_query(spark, base, base.name, JOIN_LEFT, JOIN_RIGHT), base, trigger)
 
 
-def run_rate_limit_noop(spark, base: Path) -> QueryRun:
-    return run_rate_query(rate_limit_noop_query(spark, base, base.name, RATE, STREAMING_LIMIT))
+def run_rate_limit_noop(spark, base: Path, trigger: str) -> QueryRun:
+    return run_rate_query(rate_limit_noop_query(spark, base, base.name, RATE, STREAMING_LIMIT), base, trigger)
 
 
 @contextmanager
@@ -200,8 +235,11 @@ def session_conf(spark, conf: dict[str, str]):
 # --- file source: the generator writes one input file, then processes all available ------------
 
 
-def run_file_source_dedup(spark, base: Path) -> QueryRun:
-    """Feed DEDUP_INPUT_FILES JSON files one at a time; each becomes a batch (plus no-data batches)."""
+def run_file_source_dedup(spark, base: Path, trigger: str) -> QueryRun:
+    """Feed DEDUP_INPUT_FILES JSON files one at a time; each becomes a batch (plus no-data batches).
+
+    processAllAvailable drives this query, which stops idle: it takes ``trigger`` as every runner
+    does and needs none."""
     input_dir = base / "input"
     input_dir.mkdir(parents=True)
     query = file_source_dedup_query(spark, base).start()
@@ -209,6 +247,7 @@ def run_file_source_dedup(spark, base: Path) -> QueryRun:
         for index in range(DEDUP_INPUT_FILES):
             write_dedup_input(input_dir, index)
             query.processAllAvailable()
+        wait_for_maintenance(base / "checkpoint", maintenance_wanted(base.name), lambda: _query_failure(query))
     finally:
         stop_between_batches(query, timeout_seconds=60)
     return QueryRun(str(query.id), _progress_of(query))
@@ -245,20 +284,28 @@ def run_killed_mid_batch(base: Path) -> QueryRun:
     base.mkdir(parents=True)
     sleeping = base / "child-sleeping.json"
     with tempfile.TemporaryDirectory(prefix="ckptweb-killed-") as scratch:
-        log_path = Path(scratch) / "child.log"
-        with open(log_path, "wb") as log:
-            child = _start_child(base, scratch, log)
-            try:
-                _wait_for_child_sleep(child, sleeping, base / "checkpoint" / "offsets" / str(KILL_BATCH_ID))
-            except BaseException:
-                sys.stderr.write(log_path.read_text(errors="replace")[-4000:])
-                raise
-            finally:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+        _run_child_until_killed(base, scratch, sleeping)
     status = json.loads(sleeping.read_text())
     sleeping.unlink()
     return QueryRun(status["query_id"], status["progress"])
+
+
+def _run_child_until_killed(base: Path, scratch: str, sleeping: Path) -> None:
+    """Start the child, wait until it sleeps inside batch KILL_BATCH_ID and Spark's maintenance
+    is done, then SIGKILL its process group; on a failure, print the end of the child's log."""
+    log_path = Path(scratch) / "child.log"
+    with open(log_path, "wb") as log:
+        child = _start_child(base, scratch, log)
+        try:
+            _wait_for_child_sleep(child, sleeping, base / "checkpoint" / "offsets" / str(KILL_BATCH_ID))
+            # The child sleeps inside the batch; its maintenance thread goes on meanwhile.
+            wait_for_maintenance(base / "checkpoint", maintenance_wanted(base.name), lambda: _child_exit(child))
+        except BaseException:
+            sys.stderr.write(log_path.read_text(errors="replace")[-4000:])
+            raise
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 def _start_child(base: Path, scratch: str, log) -> subprocess.Popen:
@@ -268,6 +315,11 @@ def _start_child(base: Path, scratch: str, log) -> subprocess.Popen:
     command = [sys.executable, "-m", "pipelines.generate_fixtures", str(base.parent), "--doomed-child"]
     # A new session makes the child the leader of a process group that also holds its JVM.
     return subprocess.Popen(command, cwd=scratch, env=env, stdout=log, stderr=log, start_new_session=True)
+
+
+def _child_exit(child: subprocess.Popen) -> str | None:
+    status = child.poll()
+    return None if status is None else f"the killed_mid_batch child exited early with status {status}"
 
 
 def _wait_for_child_sleep(child: subprocess.Popen, sleeping: Path, offsets_file: Path) -> None:
@@ -295,7 +347,7 @@ def run_doomed_child(out_dir: Path) -> None:
             time.sleep(3600)
 
     writer = windowed_agg_foreach_batch_query(spark, base, "killed_mid_batch", RATE, on_batch)
-    running["query"] = writer.trigger(processingTime=TRIGGER_INTERVAL).start()
+    running["query"] = writer.trigger(processingTime=trigger_interval(1)).start()
     running["query"].awaitTermination()
 
 
@@ -378,22 +430,45 @@ def _run_until_clean_stop(spark, name: str, base: Path) -> QueryRun:
     for attempt in range(1, STOP_ATTEMPTS + 1):
         base.mkdir(parents=True)
         with session_conf(spark, QUERY_CONF.get(name, {})):
-            run = IN_PROCESS_RUNNERS[name](spark, base)
+            run = IN_PROCESS_RUNNERS[name](spark, base, trigger_interval(attempt))
         try:
             check_last_batch_committed(read_spark_report(spark, str(base / "checkpoint")), name)
             return run
         except RuntimeError as error:
             print(f"{error}; attempt {attempt} of {STOP_ATTEMPTS}", file=sys.stderr)
-            shutil.rmtree(base)
+            _clear_failed_attempt(spark, base)
     raise RuntimeError(f"{name}: could not stop the query between two batches")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _clear_failed_attempt(spark, base: Path) -> None:
+    """Delete a failed attempt's directory once Spark no longer writes into it.
+
+    After stop() the interrupted batch's tasks may still run, and Spark's maintenance thread keeps
+    the stopped query's state stores until its next run finds them inactive (a RocksDB snapshot
+    upload may be under way): a write after a plain rmtree recreated `checkpoint/state`, and the
+    next attempt failed "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY ... on batch 0" (a fixture
+    regeneration at load average 20). So: delete, let a quiet period pass, and look again.
+    """
+    deadline = time.monotonic() + RETRY_CLEAR_TIMEOUT_SECONDS
+    while True:
+        shutil.rmtree(base, ignore_errors=True)
+        time.sleep(RETRY_QUIET_SECONDS)
+        if not base.exists() and not spark.sparkContext.statusTracker().getActiveJobsIds():
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Spark still wrote into {base} {RETRY_CLEAR_TIMEOUT_SECONDS} s after its query stopped")
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Generate Spark-written checkpoint fixtures.")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--only", action="append", choices=QUERY_NAMES, help="generate only this query (repeatable)")
     parser.add_argument("--doomed-child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     out_dir = args.out_dir.resolve()
     if args.doomed_child:
         run_doomed_child(out_dir)

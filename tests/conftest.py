@@ -11,17 +11,22 @@ import pytest
 
 from fixture_paths import OUR_FIXTURES, SPARK_TEST_RESOURCES  # noqa: F401  (re-exported for tests)
 from redis_keys import CACHE_KEY_PREFIX, delete_keys_of_this_run
-from suite_layout import assign_markers
+from suite_layout import assign_markers, group_files_that_share_fixtures, put_xdist_groups_into_node_ids
 
 # py4j logs at INFO from __del__ while the interpreter shuts down, after pytest closed the stream
 # (any test that starts PySpark: tests/spark/, the listener's, the library's restart checks).
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers added here
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]):
+    # Before the other plugins: `-m` deselects by the markers added here, and pytest-xdist reads the groups.
     for item in items:
         assign_markers(item)
+    group_files_that_share_fixtures(items)
+    yield
+    # After them: pytest-xdist has written each group where pytest 9.2 no longer reads it.
+    put_xdist_groups_into_node_ids(items)
 
 
 @pytest.fixture(scope="session", autouse=True)

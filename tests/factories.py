@@ -30,9 +30,7 @@ def long_stateless_history(checkpoint_dir, *, batches: int, idle_seconds: float 
     batch; the state directory goes (no state to retain), the Hadoop CRCs stay beside each file,
     and every file gets an mtime ``idle_seconds`` ago (a stopped query).
     """
-    import os
     import shutil
-    import time
 
     shutil.rmtree(checkpoint_dir / "state", ignore_errors=True)
     for log in ("offsets", "commits"):
@@ -44,6 +42,14 @@ def long_stateless_history(checkpoint_dir, *, batches: int, idle_seconds: float 
         for batch_id in range(batches):
             (directory / str(batch_id)).write_bytes(content)
             (directory / f".{batch_id}.crc").write_bytes(crc)
+    make_idle(checkpoint_dir, idle_seconds=idle_seconds)
+
+
+def make_idle(checkpoint_dir, *, idle_seconds: float = 3600.0) -> None:
+    """Date every file of a copied checkpoint ``idle_seconds`` ago: a stopped query, to the storage clock."""
+    import os
+    import time
+
     stamp = time.time() - idle_seconds
     for path in checkpoint_dir.rglob("*"):
         os.utime(path, (stamp, stamp))

@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime
 
 from dashboards.models import BatchProgress, Checkpoint, SourceLagMetrics, StateOperatorMetrics, StreamingQuery
+from dashboards.query_page.runtime_series import rebuild_runtime_rollups
 from factories import make_checkpoint
 
 START_MS = 1_700_000_000_000
@@ -67,5 +68,6 @@ def fill_progress_history(batches: int, *, name: str) -> Checkpoint:
         ),
         batch_size=1_000,
     )
+    rebuild_runtime_rollups(query.pk)  # the ingest keeps them as progress arrives; these rows skipped it
     checkpoint.refresh_from_db()
     return checkpoint

@@ -5,10 +5,16 @@ Redis; `make test-sqlite` runs again, on SQLite, only the tests that use the dat
 whole folder needs are given by path here, so a new file in that folder cannot miss them; `database`
 is read off the test itself, so a new test that uses the database is in both legs without anyone
 remembering to mark it.
+
+`make test` runs the tests on two pytest-xdist workers (docs/testing.md): a test whose file shares a
+fixture between its tests (module, class or package scope: a streaming query's history, a
+collectstatic) gets an `xdist_group` named after its file, so that `--dist loadgroup` gives the whole
+file to one worker and the fixture runs once; every other test goes to whichever worker is free.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -31,6 +37,8 @@ DATABASE_FIXTURES = frozenset(
 # Per-test time limits (pytest-timeout), in seconds: pytest.ini's default for most tests; more where
 # a marker means real Spark (a module fixture may run several streaming queries in the first test).
 TIMEOUT_SECONDS_BY_MARKER = {"spark": 1800}
+# Fixture scopes whose value the tests of one file share: each worker would build it again.
+SHARED_FIXTURE_SCOPES = frozenset({"module", "class", "package"})
 
 
 def folder_markers(path: Path) -> list[str]:
@@ -45,6 +53,50 @@ def uses_database(item: pytest.Item) -> bool:
     return item.get_closest_marker("django_db") is not None or bool(
         DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
     )
+
+
+def shares_a_fixture_with_its_file(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of the suite's own that lives longer than one test and
+    shorter than the run (plugins' are left out: pytest-django's class-scoped one is everyone's)."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the test's fixtures
+    definitions = [defs[-1] for defs in info.name2fixturedefs.values() if defs] if info is not None else []
+    return any(
+        definition.scope in SHARED_FIXTURE_SCOPES and Path(inspect.getfile(definition.func)).is_relative_to(TESTS_DIR)
+        for definition in definitions
+    )
+
+
+def group_files_that_share_fixtures(items: list[pytest.Item]) -> None:
+    """Give every test of a file where one test uses a shared fixture the file's xdist group.
+
+    The whole file, not only the tests that name the fixture: a test may ask for it at run time
+    (``request.getfixturevalue``, as tests/spark/test_fixture_regeneration.py's ``tree`` does).
+    """
+    sharing = {item.path for item in items if shares_a_fixture_with_its_file(item)}
+    for item in items:
+        if item.path in sharing and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_file_name(item.path)))
+
+
+def put_xdist_groups_into_node_ids(items: list[pytest.Item]) -> None:
+    """Make the node ids end in the ``@group`` that ``--dist loadgroup`` schedules by.
+
+    pytest-xdist 3.8 (on each worker, in its own pytest_collection_modifyitems) writes the id with the
+    group into ``item._nodeid``; since pytest 9.2 ``item.nodeid`` is read from ``item._id`` instead, so
+    the suffix was lost and every test was scheduled on its own: a file's module fixture was set up on
+    both workers at once (pytest-dev/pytest-xdist#1386). A no-op where the two agree: older pytest, or
+    an xdist that writes ``_id`` itself, or a run without loadgroup.
+    """
+    for item in items:
+        with_group = getattr(item, "_nodeid", None)
+        if isinstance(with_group, str) and with_group != item.nodeid and hasattr(item, "_id"):
+            item._id = type(item._id).parse(with_group)
+
+
+def _file_name(path: Path) -> str:
+    """``tests/spark/test_x.py`` for a file of the suite, the whole path for any other."""
+    resolved = path.resolve()
+    return resolved.relative_to(TESTS_DIR.parent).as_posix() if resolved.is_relative_to(TESTS_DIR) else str(resolved)
 
 
 def assign_markers(item: pytest.Item) -> None:

@@ -36,6 +36,10 @@ def _sqlite_leg_markers() -> str:
 
 
 def _collected(marker_expression: str, *paths: str) -> set[str]:
+    return {node_id.split("::")[0] for node_id in _collected_ids(marker_expression, *paths)}
+
+
+def _collected_ids(marker_expression: str, *paths: str) -> list[str]:
     command = [
         sys.executable,
         "-m",
@@ -50,7 +54,7 @@ def _collected(marker_expression: str, *paths: str) -> set[str]:
     ]
     result = subprocess.run(command, cwd=REPO_DIR, capture_output=True, text=True, timeout=300)
     assert result.returncode in (0, 5), result.stdout + result.stderr  # 5: nothing selected
-    return {line.split("::")[0] for line in result.stdout.splitlines() if "::" in line}
+    return [line for line in result.stdout.splitlines() if "::" in line]
 
 
 def test_the_sqlite_leg_selects_the_tests_that_use_the_database_and_leaves_the_library_and_spark():
@@ -65,3 +69,21 @@ def test_the_sqlite_leg_selects_the_tests_that_use_the_database_and_leaves_the_l
         "tests/dashboards/test_views.py",
         "tests/ui/test_timeline_page.py",
     }
+
+
+def test_every_test_of_a_file_that_shares_a_fixture_goes_to_one_xdist_worker_and_no_other_file_is_held():
+    regeneration = "tests/spark/test_fixture_regeneration.py"  # `tree` asks for the module's fixture at run time
+    every_test = _collected_ids("", regeneration)
+    assert _collected_ids("xdist_group", regeneration, "tests/dashboards/test_views.py") == every_test
+
+
+def test_under_loadgroup_the_tests_of_a_file_that_shares_a_fixture_run_on_one_worker(tmp_path):
+    # pytest 9.2 with pytest-xdist 3.8 lost the group (suite_layout.put_xdist_groups_into_node_ids).
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"]
+    command += ["--basetemp", str(tmp_path / "basetemp"), "tests/xdist_group_probe.py"]
+    result = subprocess.run(command, cwd=REPO_DIR, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ran_on = re.findall(r"^\[(gw\d+)\] .*PASSED tests/xdist_group_probe\.py::(\S+)\s*$", result.stdout, re.MULTILINE)
+    assert len(ran_on) == 13, result.stdout
+    assert {worker for worker, _ in ran_on} in ({"gw0"}, {"gw1"}), result.stdout
+    assert all(test.endswith("@tests/xdist_group_probe.py") for _, test in ran_on), result.stdout

@@ -21,7 +21,7 @@ from django.conf import settings
 from kombu.exceptions import OperationalError
 
 from fixture_paths import REPO_DIR
-from redis_keys import queue_of_this_run
+from redis_keys import RUN, queue_of_this_run
 
 WORKER_TIMEOUT_SECONDS = 60
 
@@ -55,6 +55,8 @@ def celery_worker(
         "CKPTWEB_DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
         "CKPTWEB_REDIS_URL": redis_url,
         "CKPTWEB_CHECKPOINT_ROOTS": str(checkpoint_roots),
+        # Its data folder (state key sets, the embedded broker) beside the roots, not the checkout's var/.
+        "CKPTWEB_DATA_DIR": str(checkpoint_roots.parent / "var"),
         **(env or {}),
     }
     command = [
@@ -71,7 +73,9 @@ def celery_worker(
         "--loglevel=INFO",
         "--without-mingle",
         "--without-gossip",
-        f"--hostname={name}@%h",
+        # The run in the host part: workers of two runs (two pytest-xdist workers) on one Redis
+        # must not share a node name, whose remote-control queue Celery names after it.
+        f"--hostname={name}@%h.{RUN}",
     ]
     # Its output goes to a file, not a pipe: nobody reads a pipe until the worker stops, and a worker
     # logging more than the pipe holds (tracebacks while its database is down) blocks in the write.

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboards.models import BatchProgress, EventLogDirectory, QueryRun, StreamingQuery
+from dashboards.query_page.runtime_series import refresh_runtime_rollups
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.eventlog import EventLogPosition, find_event_logs, tail_event_log
 from workers.checkpoint.progress import QueryIdleEvent, QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent
@@ -51,15 +52,19 @@ def _tail_one(storage: CheckpointStorage, directory: EventLogDirectory, log) -> 
     except CheckpointError as exc:
         directory.errors[log.name] = str(exc)
         return 0
+    stored_batches: dict[int, set[int]] = {}  # query pk: batch ids whose progress was stored
     with transaction.atomic():
-        stored = sum(_store_event(event) for event in tail.events)
+        stored = sum(_store_event(event, stored_batches) for event in tail.events)
+        for query_pk, batch_ids in stored_batches.items():
+            refresh_runtime_rollups(query_pk, batch_ids)
     directory.positions[log.name] = tail.position.as_dict()
     return stored
 
 
-def _store_event(event) -> int:
+def _store_event(event, stored_batches: dict[int, set[int]]) -> int:
     if isinstance(event, QueryProgressEvent):
-        BatchProgress.objects.store(event.progress, origin=BatchProgress.Origin.EVENT_LOG)
+        row, _ = BatchProgress.objects.store(event.progress, origin=BatchProgress.Origin.EVENT_LOG)
+        stored_batches.setdefault(row.query_id, set()).add(row.batch_id)
         return 1
     if isinstance(event, QueryIdleEvent):
         QueryRun.objects.record_idle(event.id, event.run_id, event.timestamp)

@@ -1,7 +1,9 @@
-"""The full pass over a checkpoint, run with a sync every INSPECT_INTERVAL_SECONDS.
+"""The full walk over a checkpoint: on registration, on request from the query page, when a probe
+between walks finds what it cannot explain (workers.probe_pass), and every FULL_WALK_INTERVAL_SECONDS.
 
-A sync reads only new offsets and commits. This pass walks every directory, so it runs less
-often. One walk (``integrity.gather.gather_facts``: a recursive listing plus the files Spark reads at a
+A sync reads only new offsets and commits, and between walks probes the names Spark writes
+beyond them (workers.probe_pass). This walk lists every directory, so its calls grow with the
+retained files. One walk (``integrity.gather.gather_facts``: a recursive listing plus the files Spark reads at a
 restart) feeds three things: the integrity findings, the file inventory, and the compactible
 logs (each file source's ``sources/<i>`` and the registered file sink's ``_spark_metadata``),
 whose ``.compact`` files are remembered after Spark deletes them so their growth stays visible.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -31,6 +33,7 @@ from workers.checkpoint.metadatalog import MetadataLogSummary
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statesummary import StatePartitionSummary, state_conf, summarize_state_stores
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
+from workers.intervals import interval_passed
 from workers.state_fanout import fanout_needed, start_state_scan
 from workers.state_partitions import (
     delete_state_partitions_except,
@@ -62,9 +65,11 @@ class Inspection:
     batch_id: int | None = None
 
 
-def inspection_due(checkpoint: Checkpoint, now: datetime) -> bool:
-    last = checkpoint.last_inspected_at
-    return last is None or now - last >= timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+def full_walk_due(checkpoint: Checkpoint, now: datetime) -> bool:
+    """On registration (never walked), when asked for on the query page, and every FULL_WALK_INTERVAL_SECONDS."""
+    if checkpoint.full_walk_requested_at is not None:
+        return True
+    return interval_passed(checkpoint.last_inspected_at, now, settings.FULL_WALK_INTERVAL_SECONDS)
 
 
 def sink_log_storage(checkpoint: Checkpoint) -> CheckpointStorage | None:
@@ -105,12 +110,29 @@ def read_inspection(
     of RocksDB checkpoint format 2. Findings about a newest batch that may still be running wait
     until it is overdue by the query's own rhythm (``settled_findings``).
     """
-    logs = [
+    logs = _metadata_log_summaries(facts)
+    inventory = build_inventory(facts.listing, sink_log=facts.sink_listing, sink_log_path=_sink_path(facts))
+    state, fanned_out_version, fan_out = _state_of(storage, facts, checkpoint, new_commits)
+    unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
+    findings = settled_findings(facts, checkpoint, now)
+    batch_id = facts.offset_ids[-1] if facts.offset_ids else None
+    return Inspection(logs, inventory, findings, state, unreadable, fanned_out_version, fan_out, batch_id)
+
+
+def _metadata_log_summaries(facts: CheckpointFacts) -> list[MetadataLogSummary]:
+    """The compactible logs the walk read, each named by its path."""
+    return [
         replace(log.outcome.value, path=log.path)
         for log in facts.logs
         if isinstance(log.outcome.value, MetadataLogSummary)
     ]
-    inventory = build_inventory(facts.listing, sink_log=facts.sink_listing, sink_log_path=_sink_path(facts))
+
+
+def _state_of(
+    storage: CheckpointStorage, facts: CheckpointFacts, checkpoint: Checkpoint, new_commits: Mapping[int, Any]
+) -> tuple[list[StatePartitionSummary], int | None, bool]:
+    """The state stores' summary, the version whose rows are left to the fanned-out count (None
+    when they were counted here), and whether the count fans out to workers (fanout_needed)."""
     commit_ids = facts.commit_ids
     version = commit_ids[-1] + 1 if commit_ids else None
     stores = list_state_store_dirs(facts.listing)
@@ -124,10 +146,7 @@ def read_inspection(
         commits={**stored_state_commits(checkpoint), **new_commits},
         max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
     )
-    unreadable = [log.path for log in facts.logs if log.outcome.error is not None]
-    findings = settled_findings(facts, checkpoint, now)
-    batch_id = facts.offset_ids[-1] if facts.offset_ids else None
-    return Inspection(logs, inventory, findings, state, unreadable, version if fan_out else None, fan_out, batch_id)
+    return state, version if fan_out else None, fan_out
 
 
 def settled_findings(facts: CheckpointFacts, checkpoint: Checkpoint, now: datetime) -> list[CheckFinding]:
@@ -163,19 +182,30 @@ def _latest_conf(facts: CheckpointFacts, checkpoint: Checkpoint) -> Mapping[str,
 def store_inspection(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
     """Upsert logs, compact files and findings, add an inventory pass (call in a transaction)."""
     batch_id = inspection.batch_id
-    seen = [_store_log(checkpoint, summary, now, batch_id).pk for summary in inspection.metadata_logs]
+    seen = [store_metadata_log(checkpoint, summary, now, batch_id).pk for summary in inspection.metadata_logs]
     checkpoint.metadata_logs.exclude(pk__in=seen).exclude(path__in=inspection.unreadable_logs).delete()
     DirectoryInventory.objects.bulk_create(
         _inventory_row(checkpoint, row, now, batch_id) for row in inspection.inventory
     )
+    _store_state(checkpoint, inspection, now)
+    _store_findings(checkpoint, inspection.findings, now)
+    _mark_inspected(checkpoint, batch_id, now)
+
+
+def _store_state(checkpoint: Checkpoint, inspection: Inspection, now: datetime) -> None:
+    """Replace the state partitions and their totals; start the fanned-out row count if there is one."""
     kept = store_state_partitions(checkpoint, inspection.state, now, with_rows=not inspection.rows_fanned_out)
     delete_state_partitions_except(checkpoint, kept)
     refresh_state_totals(checkpoint)
     if inspection.rows_fanned_out:
         start_state_scan(checkpoint, inspection.state, inspection.fanned_out_rows_version, now)
-    _store_findings(checkpoint, inspection.findings, now)
-    checkpoint.last_inspected_at, checkpoint.last_inspected_batch_id = now, batch_id
-    checkpoint.save(update_fields=["last_inspected_at", "last_inspected_batch_id"])
+
+
+def _mark_inspected(checkpoint: Checkpoint, batch_id: int | None, now: datetime) -> None:
+    checkpoint.last_inspected_at, checkpoint.last_inspected_batch_id, checkpoint.last_probed_at = now, batch_id, now
+    checkpoint.save(update_fields=["last_inspected_at", "last_inspected_batch_id", "last_probed_at"])
+    # A request made while this walk ran (after the sync started) asks for another one.
+    Checkpoint.objects.filter(pk=checkpoint.pk, full_walk_requested_at__lte=now).update(full_walk_requested_at=None)
 
 
 def _sink_path(facts: CheckpointFacts) -> str:
@@ -183,7 +213,9 @@ def _sink_path(facts: CheckpointFacts) -> str:
     return sinks[0] if sinks else "_spark_metadata"
 
 
-def _store_log(checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetime, batch_id: int | None) -> MetadataLog:
+def store_metadata_log(
+    checkpoint: Checkpoint, summary: MetadataLogSummary, now: datetime, batch_id: int | None
+) -> MetadataLog:
     log, _ = MetadataLog.objects.update_or_create(
         checkpoint=checkpoint,
         path=summary.path,
@@ -230,17 +262,22 @@ def _store_findings(checkpoint: Checkpoint, findings: list[CheckFinding], now: d
     """Upsert one row per (code, path); resolve the open ones this pass did not find again."""
     current = Q(pk__in=[])
     for finding in findings:
-        figures = {
-            "severity": SEVERITY[finding.severity],
-            "message": finding.message,
-            "restart_impact": finding.restart_impact,
-        }
-        Finding.objects.update_or_create(
-            checkpoint=checkpoint,
-            code=finding.code,
-            path=finding.path,
-            defaults={**figures, "last_seen_at": now, "resolved_at": None},
-            create_defaults={**figures, "first_seen_at": now, "last_seen_at": now},
-        )
+        _upsert_finding(checkpoint, finding, now)
         current |= Q(code=finding.code, path=finding.path)
     checkpoint.findings.open().exclude(current).update(resolved_at=now)
+
+
+def _upsert_finding(checkpoint: Checkpoint, finding: CheckFinding, now: datetime) -> None:
+    """The (code, path) row of ``finding``, seen now and open again if it was resolved."""
+    figures = {
+        "severity": SEVERITY[finding.severity],
+        "message": finding.message,
+        "restart_impact": finding.restart_impact,
+    }
+    Finding.objects.update_or_create(
+        checkpoint=checkpoint,
+        code=finding.code,
+        path=finding.path,
+        defaults={**figures, "last_seen_at": now, "resolved_at": None},
+        create_defaults={**figures, "first_seen_at": now, "last_seen_at": now},
+    )

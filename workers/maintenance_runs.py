@@ -22,7 +22,13 @@ from django.utils import timezone
 from dashboards.models import AuditEntry, BatchProgress, Checkpoint, MaintenanceRun
 from workers import maintenance_actions
 from workers.checkpoint.errors import CheckpointError
-from workers.checkpoint.maintenance.plan import MaintenancePlan, Precondition, plan_from_json, restrict_to_confirmed
+from workers.checkpoint.maintenance.plan import (
+    MaintenancePlan,
+    Precondition,
+    each_once,
+    plan_from_json,
+    restrict_to_confirmed,
+)
 from workers.checkpoint.wording import plural
 
 log = logging.getLogger(__name__)
@@ -45,10 +51,20 @@ def make_plan(run_id: int, *, now: datetime | None = None) -> MaintenanceRun:
         plan = _plan_with_database_checks(run, now=now)
     except (CheckpointError, ValueError, TypeError) as exc:
         # TypeError/ValueError: parameters the planner does not take (a policy edited in the admin).
-        run.status, run.plan_error, run.planned_at = MaintenanceRun.Status.REFUSED, str(exc), now
-        run.save(update_fields=["status", "plan_error", "planned_at"])
-        AuditEntry.record(AuditEntry.Event.PLAN_FAILED, actor_name="worker", run=run, detail=str(exc))
-        return run
+        return _refuse_unplannable(run, str(exc), now=now)
+    return _store_plan(run, plan, now=now)
+
+
+def _refuse_unplannable(run: MaintenanceRun, error: str, *, now: datetime) -> MaintenanceRun:
+    """End a run the library could not plan: REFUSED, with the planner's error audited."""
+    run.status, run.plan_error, run.planned_at = MaintenanceRun.Status.REFUSED, error, now
+    run.save(update_fields=["status", "plan_error", "planned_at"])
+    AuditEntry.record(AuditEntry.Event.PLAN_FAILED, actor_name="worker", run=run, detail=error)
+    return run
+
+
+def _store_plan(run: MaintenanceRun, plan: MaintenancePlan, *, now: datetime) -> MaintenanceRun:
+    """Save the plan and the status it leads to (PLANNED, NOTHING_TO_DO or REFUSED), and audit it."""
     run.plan, run.planned_at = plan.as_json(), now
     run.status = _status_of_plan(plan)
     run.save(update_fields=["plan", "planned_at", "status"])
@@ -86,7 +102,7 @@ def _plan_with_database_checks(run: MaintenanceRun, *, now: datetime) -> Mainten
         parameters=plan.parameters,
         writes=plan.writes,
         deletes=plan.deletes,
-        preconditions=plan.preconditions + extra,
+        preconditions=each_once(plan.preconditions + extra),
         summary=plan.summary,
         planned_at=plan.planned_at,
         notes=plan.notes,
@@ -101,13 +117,7 @@ def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
     a restored backup, still running elsewhere) and says nothing about this one.
     """
     quiet = settings.MAINTENANCE_QUIET_SECONDS
-    checkpoint = Checkpoint.objects.with_progress_owner().get(pk=run.checkpoint_id)
-    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
-    if checkpoint.heard_ceiling is not None:
-        progress = progress.filter(batch_id__lte=checkpoint.heard_ceiling)
-    latest = (
-        progress.order_by("-received_at").values_list("received_at", flat=True).first() if checkpoint.query_id else None
-    )
+    latest = _latest_progress_received(run)
     if latest is None or now - latest >= timedelta(seconds=quiet):
         detail = (
             "no progress received for this checkpoint's batches"
@@ -117,6 +127,17 @@ def _no_live_progress(run: MaintenanceRun, *, now: datetime) -> Precondition:
         return Precondition("query-stopped", True, detail)
     ago = max(0, int((now - latest).total_seconds()))
     return Precondition("query-stopped", False, f"the query reported progress {ago} s ago; it is running")
+
+
+def _latest_progress_received(run: MaintenanceRun) -> datetime | None:
+    """When the listener last sent progress of this checkpoint's batches (None: never, or no query id)."""
+    checkpoint = Checkpoint.objects.with_progress_owner().get(pk=run.checkpoint_id)
+    if not checkpoint.query_id:
+        return None
+    progress = BatchProgress.objects.filter(query_id=checkpoint.query_id)
+    if checkpoint.heard_ceiling is not None:
+        progress = progress.filter(batch_id__lte=checkpoint.heard_ceiling)
+    return progress.order_by("-received_at").values_list("received_at", flat=True).first()
 
 
 def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Precondition:
@@ -133,18 +154,22 @@ def _no_batch_found_lately(run: MaintenanceRun, *, now: datetime) -> Preconditio
     )
     for earlier, later in zip(syncs, syncs[1:], strict=False):
         if later["new_batches"] or later["new_commits"]:
-            batches = plural(later["new_batches"], "new batch", "new batches")
-            found = f"{batches} and {plural(later['new_commits'], 'new commit')}"
-            ago = int((now - later["started_at"]).total_seconds())
-            since_earlier = int((later["started_at"] - earlier["started_at"]).total_seconds())
-            return Precondition(
-                "query-stopped",
-                False,
-                f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; "
-                "the query is running",
-            )
+            return _batch_found_between(earlier, later, now=now)
     return Precondition(
         "query-stopped", True, f"no sync in the last {settings.MAINTENANCE_QUIET_SECONDS} s found a new batch"
+    )
+
+
+def _batch_found_between(earlier: dict, later: dict, *, now: datetime) -> Precondition:
+    """The failed "query-stopped": the ``later`` sync found batches or commits the ``earlier`` one had not."""
+    batches = plural(later["new_batches"], "new batch", "new batches")
+    found = f"{batches} and {plural(later['new_commits'], 'new commit')}"
+    ago = int((now - later["started_at"]).total_seconds())
+    since_earlier = int((later["started_at"] - earlier["started_at"]).total_seconds())
+    return Precondition(
+        "query-stopped",
+        False,
+        f"a sync {ago} s ago found {found} written since the sync {since_earlier} s before it; the query is running",
     )
 
 
@@ -162,6 +187,27 @@ def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
     now = timezone.now()
     if not MaintenanceRun.objects.take_lease(run_id, owner=owner, now=now, seconds=settings.MAINTENANCE_LEASE_SECONDS):
         return MaintenanceRun.objects.get(pk=run_id)
+    run = _start_attempt(run_id, owner=owner, now=now)
+    return _apply_recording_failures(run, owner=owner)
+
+
+def _apply_recording_failures(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
+    """``_apply``, ending the run FAILED on an error (an unexpected one is raised again)."""
+    try:
+        return _apply(run, owner=owner)
+    except LeaseLost as exc:
+        # The run is another worker's now (this one stalled past its lease): it records the end.
+        log.warning("%s", exc)
+        return MaintenanceRun.objects.get(pk=run.pk)
+    except CheckpointError as exc:
+        return _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=str(exc))
+    except Exception as exc:
+        _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=f"unexpected {type(exc).__name__}: {exc}")
+        raise
+
+
+def _start_attempt(run_id: int, *, owner: str, now: datetime) -> MaintenanceRun:
+    """Count one more attempt at the run (leased to ``owner``) and audit it as started or resumed."""
     run = MaintenanceRun.objects.select_related("checkpoint").get(pk=run_id)
     resumed = run.attempts > 0
     run.attempts += 1
@@ -173,17 +219,7 @@ def execute_run(run_id: int, *, owner: str) -> MaintenanceRun:
         run=run,
         detail=f"worker {owner}",
     )
-    try:
-        return _apply(run, owner=owner)
-    except LeaseLost as exc:
-        # The run is another worker's now (this one stalled past its lease): it records the end.
-        log.warning("%s", exc)
-        return MaintenanceRun.objects.get(pk=run_id)
-    except CheckpointError as exc:
-        return _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=str(exc))
-    except Exception as exc:
-        _finish(run, MaintenanceRun.Status.FAILED, owner=owner, error=f"unexpected {type(exc).__name__}: {exc}")
-        raise
+    return run
 
 
 class LeaseLost(Exception):
@@ -194,23 +230,32 @@ def _apply(run: MaintenanceRun, *, owner: str) -> MaintenanceRun:
     confirmed = plan_from_json(run.plan)
     fresh = _plan_with_database_checks(run, now=timezone.now())
     plan, skipped = restrict_to_confirmed(confirmed, fresh)
-    overrides = {"query-stopped"} if run.override_query_running else set()
-    failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
-    if failed:
-        reasons = "; ".join(f"{p.name}: {p.detail}" for p in failed)
-        return _finish(
-            run, MaintenanceRun.Status.REFUSED, owner=owner, error=f"preconditions no longer hold: {reasons}"
-        )
+    refusal = _preconditions_no_longer_holding(run, plan)
+    if refusal:
+        return _finish(run, MaintenanceRun.Status.REFUSED, owner=owner, error=refusal)
     hook = _ProgressHook(run, owner=owner)
     applied = maintenance_actions.apply(run.checkpoint, run.parameters, plan, on_step=hook)
-    result = {
+    return _finish(run, MaintenanceRun.Status.SUCCEEDED, owner=owner, result=_result_of(applied, skipped))
+
+
+def _preconditions_no_longer_holding(run: MaintenanceRun, plan: MaintenancePlan) -> str:
+    """The refusal naming the fresh plan's failed preconditions, or "" when they all hold."""
+    overrides = {"query-stopped"} if run.override_query_running else set()
+    failed = [p for p in plan.failed_preconditions(overrides=overrides) if p.name != "no-other-maintenance"]
+    if not failed:
+        return ""
+    return "preconditions no longer hold: " + "; ".join(f"{p.name}: {p.detail}" for p in failed)
+
+
+def _result_of(applied, skipped) -> dict:
+    """The run's stored result: what the apply wrote, deleted, found done already, and skipped."""
+    return {
         "written": list(applied.written),
         "deleted": list(applied.deleted),
         "already_done": list(applied.skipped_writes) + list(applied.already_absent),
         "skipped": list(skipped),
         "bytes_freed": applied.bytes_freed,
     }
-    return _finish(run, MaintenanceRun.Status.SUCCEEDED, owner=owner, result=result)
 
 
 class _ProgressHook:
@@ -270,6 +315,29 @@ def _finish(
     run.result, run.error = result, error
     if status == MaintenanceRun.Status.SUCCEEDED:
         run.steps_done = run.steps_total
+    if not _save_end_while_owner(run, owner=owner):
+        log.warning(
+            "maintenance run #%s was taken over by another worker before %s could record its end (%s)",
+            run.pk,
+            owner,
+            status,
+        )
+        return MaintenanceRun.objects.get(pk=run.pk)
+    _audit_end(run, status, result=result, error=error)
+    return run
+
+
+def _audit_end(run: MaintenanceRun, status: str, *, result: dict | None, error: str) -> None:
+    event = {
+        MaintenanceRun.Status.SUCCEEDED: AuditEntry.Event.SUCCEEDED,
+        MaintenanceRun.Status.REFUSED: AuditEntry.Event.REFUSED,
+    }.get(status, AuditEntry.Event.FAILED)
+    detail = error or _result_headline(result or {})
+    AuditEntry.record(event, actor_name="worker", run=run, detail=detail, data=result or {})
+
+
+def _save_end_while_owner(run: MaintenanceRun, *, owner: str) -> bool:
+    """Write the run's end fields if ``owner`` still holds it RUNNING; False when another worker does."""
     ended = MaintenanceRun.objects.filter(pk=run.pk, worker=owner, status=MaintenanceRun.Status.RUNNING).update(
         status=run.status,
         finished_at=run.finished_at,
@@ -278,21 +346,7 @@ def _finish(
         error=run.error,
         steps_done=run.steps_done,
     )
-    if not ended:
-        log.warning(
-            "maintenance run #%s was taken over by another worker before %s could record its end (%s)",
-            run.pk,
-            owner,
-            status,
-        )
-        return MaintenanceRun.objects.get(pk=run.pk)
-    event = {
-        MaintenanceRun.Status.SUCCEEDED: AuditEntry.Event.SUCCEEDED,
-        MaintenanceRun.Status.REFUSED: AuditEntry.Event.REFUSED,
-    }.get(status, AuditEntry.Event.FAILED)
-    detail = error or _result_headline(result or {})
-    AuditEntry.record(event, actor_name="worker", run=run, detail=detail, data=result or {})
-    return run
+    return bool(ended)
 
 
 def _result_headline(result: dict) -> str:
@@ -324,6 +378,26 @@ def start_policy_run(policy_id: int, *, now: datetime | None = None) -> int | No
     policy = MaintenancePolicy.objects.select_related("checkpoint").get(pk=policy_id)
     if not policy.is_enabled:
         return None
+    run = _plan_for_policy(policy, now=now)
+    if run.status != MaintenanceRun.Status.PLANNED:
+        return None
+    try:
+        run.confirm(None, reason=f"policy #{policy.pk}: {policy.reason}", override_query_running=False, now=now)
+    except MaintenanceRefused as exc:
+        _refuse_policy_run(run, str(exc), now=now)
+        return None
+    return run.pk
+
+
+def _refuse_policy_run(run: MaintenanceRun, error: str, *, now: datetime) -> None:
+    """End a policy's run that confirmation refused, auditing the refusal as the policy's."""
+    run.status, run.error, run.finished_at = MaintenanceRun.Status.REFUSED, error, now
+    run.save(update_fields=["status", "error", "finished_at"])
+    AuditEntry.record(AuditEntry.Event.REFUSED, actor_name="policy", run=run, detail=error)
+
+
+def _plan_for_policy(policy, *, now: datetime) -> MaintenanceRun:
+    """A run of the policy's action, requested by the policy (audited so) and planned."""
     run = MaintenanceRun.objects.create(
         checkpoint=policy.checkpoint,
         action=policy.action,
@@ -332,14 +406,4 @@ def start_policy_run(policy_id: int, *, now: datetime | None = None) -> int | No
         requested_at=now,
     )
     AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor_name="policy", run=run, detail=policy.reason)
-    run = make_plan(run.pk, now=now)
-    if run.status != MaintenanceRun.Status.PLANNED:
-        return None
-    try:
-        run.confirm(None, reason=f"policy #{policy.pk}: {policy.reason}", override_query_running=False, now=now)
-    except MaintenanceRefused as exc:
-        run.status, run.error, run.finished_at = MaintenanceRun.Status.REFUSED, str(exc), now
-        run.save(update_fields=["status", "error", "finished_at"])
-        AuditEntry.record(AuditEntry.Event.REFUSED, actor_name="policy", run=run, detail=str(exc))
-        return None
-    return run.pk
+    return make_plan(run.pk, now=now)

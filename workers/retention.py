@@ -59,11 +59,16 @@ def _fold_sync_run_chunk(checkpoint_id: int, cutoff: datetime) -> int:
     if not ids:
         return 0
     for row in SyncRun.objects.filter(pk__in=ids).totals_by_checkpoint_and_status():
-        total, _ = SyncTotal.objects.get_or_create(checkpoint_id=checkpoint_id, status=row["status"])
-        sums = {field: F(field) + (row[field] or 0) for field in SyncTotal.SUMMED_FIELDS}
-        SyncTotal.objects.filter(pk=total.pk).update(runs=F("runs") + row["runs"], **sums)
+        _add_to_total(checkpoint_id, row)
     SyncRun.objects.filter(pk__in=ids).delete()
     return len(ids)
+
+
+def _add_to_total(checkpoint_id: int, row: dict) -> None:
+    """Add one status's runs and summed figures to the checkpoint's SyncTotal of that status."""
+    total, _ = SyncTotal.objects.get_or_create(checkpoint_id=checkpoint_id, status=row["status"])
+    sums = {field: F(field) + (row[field] or 0) for field in SyncTotal.SUMMED_FIELDS}
+    SyncTotal.objects.filter(pk=total.pk).update(runs=F("runs") + row["runs"], **sums)
 
 
 def thin_inventory(checkpoint_id: int, cutoff: datetime) -> int:

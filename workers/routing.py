@@ -18,6 +18,7 @@ TASK_KINDS = {
     "workers.tasks.plan_maintenance": "maintenance",
     "workers.tasks.run_maintenance": "maintenance",
     "workers.tasks.run_maintenance_policy": "maintenance",
+    "workers.tasks.prune_maintenance_backups": "maintenance",  # it deletes inside checkpoints
 }
 
 

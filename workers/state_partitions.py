@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import datetime
 from types import SimpleNamespace
+from typing import Any
 
 from django.db.models import Sum
 
@@ -17,6 +19,7 @@ from workers.checkpoint.statesummary import StatePartitionSummary
 # change), and those counting the rows gives.
 VERSION_FIGURES = (
     "latest_version",
+    "earliest_version",
     "snapshot_version",
     "delta_chain",
     "load_files",
@@ -25,7 +28,7 @@ VERSION_FIGURES = (
     "uncommitted_versions",
 )
 FILE_FIGURES = ("provider", "path", *VERSION_FIGURES)
-ROW_FIGURES = ("rows", "rows_version", "note")
+ROW_FIGURES = ("rows", "rows_version", "note", "variables")
 KEY = ("checkpoint", "operator", "partition", "store")
 
 
@@ -38,21 +41,34 @@ def store_state_partitions(
     was handed to workers; a new row starts with none).
     """
     figures = FILE_FIGURES + ROW_FIGURES if with_rows else FILE_FIGURES
-    rows = [
-        StatePartition(
-            checkpoint=checkpoint,
-            operator=summary.operator,
-            partition=summary.partition,
-            store=summary.store,
-            updated_at=now,
-            **{name: getattr(summary, name) for name in figures},
-        )
-        for summary in partitions
-    ]
+    rows = [_partition_row(checkpoint, summary, now, figures) for summary in partitions]
+    fields = [*figures, "updated_at", "maintenance_probed_version"]
     StatePartition.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=KEY, update_fields=[*figures, "updated_at"], batch_size=500
+        rows, update_conflicts=True, unique_fields=KEY, update_fields=fields, batch_size=500
     )
     return [(row.operator, row.partition, row.store) for row in rows]
+
+
+def _partition_row(
+    checkpoint: Checkpoint, summary: StatePartitionSummary, now: datetime, figures: tuple[str, ...]
+) -> StatePartition:
+    return StatePartition(
+        checkpoint=checkpoint,
+        operator=summary.operator,
+        partition=summary.partition,
+        store=summary.store,
+        updated_at=now,
+        # The listing saw every snapshot up to here: probes for maintenance start from it.
+        maintenance_probed_version=summary.latest_version,
+        **{name: partition_figure(summary, name) for name in figures},
+    )
+
+
+def partition_figure(summary: StatePartitionSummary, name: str) -> Any:
+    """The summary's figure as the model stores it: variables as a list of JSON objects."""
+    if name == "variables":
+        return [asdict(figures) for figures in summary.variables]
+    return getattr(summary, name)
 
 
 def delete_state_partitions_except(checkpoint: Checkpoint, kept: Iterable[tuple[int, int, str]]) -> None:

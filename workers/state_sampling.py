@@ -8,8 +8,11 @@ requested version and stores up to SAMPLE_ROWS decoded rows (or the reason it co
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +27,8 @@ from workers.checkpoint.stateinventory import DEFAULT_STORE_NAME, StateFileInfo,
 from workers.checkpoint.statesample import sample_state_rows, versions_on_storage
 from workers.checkpoint.stateschema import find_store_schema
 from workers.checkpoint.statesummary import state_conf
+from workers.checkpoint.statevariablerows import ENCODING_FORMAT_CONF, sample_state_variable_rows, undecoded_reason
+from workers.checkpoint.statevariables import read_state_variables, read_writer_schemas
 from workers.state_partitions import stored_state_commits
 from workers.storage_options import open_storage
 
@@ -46,27 +51,62 @@ def take_state_sample(sample_id: int) -> StateSample | None:
 
 def _decode_into(sample: StateSample) -> None:
     partition = sample.partition
-    checkpoint = partition.checkpoint
-    storage = open_storage(checkpoint.url)
+    storage = open_storage(partition.checkpoint.url)
     entries = storage.list_dir(partition.path)
     sample.files = [[info.name, info.size] for info in entries if not info.is_dir]
     if partition.load_bytes and partition.load_bytes > settings.STATE_ROWS_MAX_BYTES:
         raise CheckpointError(
             partition.path, f"not decoded: loading it reads {partition.load_bytes} bytes (CKPTWEB_STATE_ROWS_MAX_BYTES)"
         )
-    schema = find_store_schema(storage, partition.operator, partition.store)
-    if schema is None:
-        raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
-    sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
-    sample.columns = {"key": column_names(schema.key_schema), "value": column_names(schema.value_schema)}
-    conf = state_conf(checkpoint.batches.latest_conf())
-    store_dir = StateStoreDir(
+    store_dir = _store_dir_of(partition, entries)
+    rows = _decode_committed_version(sample, store_dir, _decoder(sample, storage, store_dir))
+    sample.rows = [{"key": _json_ready(row.key), "value": _json_ready(row.value)} for row in rows]
+
+
+def _store_dir_of(partition, entries) -> StateStoreDir:
+    """The partition's store directory as the library describes it, from the listing just made."""
+    return StateStoreDir(
         partition.operator,
         partition.partition,
         partition.store,
         partition.path,
         tuple(StateFileInfo(info.name, info.size, info.is_dir) for info in entries),
     )
+
+
+def _decoder(sample: StateSample, storage, store_dir: StateStoreDir) -> Callable[[int], list]:
+    """The decoder of the partition's rows: by state variable, or with the store's one schema."""
+    latest_conf = sample.partition.checkpoint.batches.latest_conf()
+    conf = state_conf(latest_conf)
+    if sample.partition.variables:
+        return _variable_decoder(sample, storage, store_dir, conf.codec, latest_conf.get(ENCODING_FORMAT_CONF))
+    return _store_decoder(sample, storage, store_dir, conf)
+
+
+def _decode_committed_version(sample: StateSample, store_dir: StateStoreDir, decode: Callable[[int], list]) -> list:
+    """The rows of ``sample.version``, or of the newest committed version when Spark cleaned that one up."""
+    try:
+        return decode(sample.version)
+    except MissingFileError as gone:
+        latest_committed = sample.partition.checkpoint.latest_committed_batch_id
+        requested, sample.version = (
+            sample.version,
+            _newest_committed_version(store_dir, sample.version, latest_committed, gone),
+        )
+        rows = decode(sample.version)
+        cleaned_up = (
+            f"Version {requested}, the newest the last sync knew of, was cleaned up by Spark's maintenance "
+            f"({gone}); these rows are of version {sample.version} (after batch {sample.version - 1}), "
+            "the newest committed version on storage."
+        )
+        sample.note = " ".join(filter(None, (cleaned_up, sample.note)))
+        return rows
+
+
+def _store_decoder(sample: StateSample, storage, store_dir: StateStoreDir, conf) -> Callable[[int], list]:
+    """Rows of a store without column families, decoded with its one key and value schema."""
+    partition = sample.partition
+    schema = _store_schema(sample, storage)
 
     def decode(version: int) -> list:
         return sample_state_rows(
@@ -82,20 +122,72 @@ def _decode_into(sample: StateSample) -> None:
             max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
         )
 
-    try:
-        rows = decode(sample.version)
-    except MissingFileError as gone:
-        requested, sample.version = (
-            sample.version,
-            _newest_committed_version(store_dir, sample.version, checkpoint.latest_committed_batch_id, gone),
-        )
-        rows = decode(sample.version)
-        sample.note = (
-            f"Version {requested}, the newest the last sync knew of, was cleaned up by Spark's maintenance "
-            f"({gone}); these rows are of version {sample.version} (after batch {sample.version - 1}), "
-            "the newest committed version on storage."
-        )
-    sample.rows = [{"key": _json_ready(row.key), "value": _json_ready(row.value)} for row in rows]
+    return decode
+
+
+def _store_schema(sample: StateSample, storage):
+    """The store's key and value schema, also written into the sample (as text and as columns)."""
+    partition = sample.partition
+    schema = find_store_schema(storage, partition.operator, partition.store)
+    if schema is None:
+        raise CheckpointError(partition.path, "no state schema file: Spark wrote none (before 3.1) or not yet")
+    sample.key_schema, sample.value_schema = simple_string(schema.key_schema), simple_string(schema.value_schema)
+    sample.columns = {"key": column_names(schema.key_schema), "value": column_names(schema.value_schema)}
+    return schema
+
+
+def _variable_decoder(
+    sample: StateSample, storage, store_dir: StateStoreDir, codec: str | None, encoding: str | None
+) -> Callable[[int], list]:
+    """Rows of a transformWithState store: up to SAMPLE_ROWS over its variables (timers and TTL
+    indexes included, ``default`` left out), one column for the variable, its grouping key, a
+    MapState's user key and the value (a ListState's as the list)."""
+    partition = sample.partition
+    variables = _decodable_variables(sample, storage)
+    read_rows = _variable_rows_reader(storage, store_dir, partition, codec=codec, encoding=encoding)
+    sample.columns = {"key": ["variable", "key"], "value": ["user key", "value"]}
+
+    def decode(version: int) -> list:
+        rows: list[SimpleNamespace] = []
+        for variable in variables:
+            if len(rows) >= SAMPLE_ROWS:
+                break
+            unique_id = _state_unique_id(partition, version)
+            decoded = read_rows(version, variable, limit=SAMPLE_ROWS - len(rows), unique_id=unique_id)
+            rows.extend(_variable_row(variable, row) for row in decoded)
+        return rows
+
+    return decode
+
+
+def _variable_rows_reader(storage, store_dir: StateStoreDir, partition, *, codec: str | None, encoding: str | None):
+    """``sample_state_variable_rows`` of this store, with what stays the same at every version."""
+    return partial(
+        sample_state_variable_rows,
+        storage,
+        store_dir,
+        codec=codec,
+        encoding=encoding,
+        writer_schemas=read_writer_schemas(storage, partition.operator, partition.store),
+        max_read_bytes=settings.STATE_ROWS_MAX_BYTES,
+    )
+
+
+def _decodable_variables(sample: StateSample, storage) -> list:
+    """The store's state variables but ``default``, less those that cannot be decoded (the sample's
+    note says why)."""
+    partition = sample.partition
+    described = [v for v in read_state_variables(storage, partition.operator, partition.store) if v.kind != "default"]
+    sample.note = "; ".join(reason for v in described if (reason := undecoded_reason(v)) is not None)
+    return [v for v in described if undecoded_reason(v) is None]
+
+
+def _variable_row(variable, row) -> SimpleNamespace:
+    """One sample row: the variable and its grouping key, and a MapState's user key and the value."""
+    return SimpleNamespace(
+        key={"variable": variable.name, "key": row.key},
+        value={"user key": row.user_key, "value": row.value},
+    )
 
 
 def _newest_committed_version(
@@ -128,7 +220,7 @@ def _state_unique_id(partition, version: int) -> str | None:
 
 
 def _json_ready(value: Any) -> Any:
-    """Decoded UnsafeRow values as JSON: times as ISO-8601, decimals as text, bytes as base64."""
+    """Decoded state values as JSON: times as ISO-8601, decimals as text, bytes as base64."""
     if isinstance(value, dict):
         return {key: _json_ready(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

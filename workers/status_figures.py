@@ -36,23 +36,33 @@ FIGURE_FIELDS = (
 def refresh_status_figures(checkpoint: Checkpoint, now: datetime) -> None:
     """Recompute the figures from the stored batches and progress, and save them."""
     batches = _newest_batches(checkpoint)
+    progress = _progress_of(checkpoint, first_batch=batches[0][0]) if batches else []
+    _set_rhythm_figures(checkpoint, batches, progress)
+    recent = progress[-RECENT_BATCHES:]
+    _set_recent_figures(checkpoint, recent)
+    _set_lag_figures(checkpoint, recent)
+    checkpoint.status_figures_at = now
+    checkpoint.save(update_fields=list(FIGURE_FIELDS))
+
+
+def _set_rhythm_figures(checkpoint: Checkpoint, batches: list[tuple[int, int]], progress: list[dict]) -> None:
+    """The trigger interval the batches show (kept while they show none) and their usual gap."""
     starts = [timestamp_ms for _, timestamp_ms in batches]
     gaps = [(later - earlier) / 1000 for earlier, later in zip(starts, starts[1:], strict=False) if later > earlier > 0]
-    progress = _progress_of(checkpoint, first_batch=batches[0][0]) if batches else []
     durations = [row["batch_duration_ms"] / 1000 for row in progress if row["batch_duration_ms"] is not None]
     learned = learn_trigger_interval(gaps, durations)
     if learned is not None:
         checkpoint.trigger_interval_ms = round(learned * 1000)
     checkpoint.typical_gap_ms = round(statistics.median(gaps) * 1000) if gaps else None
-    recent = progress[-RECENT_BATCHES:]
+
+
+def _set_recent_figures(checkpoint: Checkpoint, recent: list[dict]) -> None:
+    """The median batch duration and the mean rates of the recent batches (rates of those with input)."""
     recent_durations = [row["batch_duration_ms"] for row in recent if row["batch_duration_ms"] is not None]
     checkpoint.recent_batch_duration_ms = round(statistics.median(recent_durations)) if recent_durations else None
     with_input = [row for row in recent if row["num_input_rows"]]
     checkpoint.recent_input_rate = _mean(row["input_rows_per_second"] for row in with_input)
     checkpoint.recent_process_rate = _mean(row["processed_rows_per_second"] for row in with_input)
-    _set_lag_figures(checkpoint, recent)
-    checkpoint.status_figures_at = now
-    checkpoint.save(update_fields=list(FIGURE_FIELDS))
 
 
 def rhythm_of(checkpoint: Checkpoint) -> StatusFacts:

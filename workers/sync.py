@@ -9,8 +9,9 @@ files written behind a gap and notes the lowest batch Spark has not purged; a pr
 Spark purged past it becomes one at once (workers.purge_catch_up). Each records what it did in a
 SyncRun. Files that cannot be read become SyncIssue rows; the sync goes on with the others.
 A sync that stores newly committed batches also moves the state figures to the version they
-committed, reading only that version's state files (workers.state_follow), unless the full pass
-runs with it.
+committed, reading only that version's state files (workers.state_follow); between full walks it
+probes the compactible logs' next files and the state stores' maintenance (workers.probe_pass),
+unless the full walk (workers.inspection) runs with it.
 Spark writes offsets/N and commits/N once and never rewrites them, so a file read is never read
 again. Rows of batches Spark has since purged are kept: they are the query's history.
 """
@@ -24,7 +25,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +34,7 @@ from django.utils import timezone
 
 from dashboards.health.query_status import Thresholds
 from dashboards.models import Batch, Checkpoint, StatePartition, StreamingQuery, SyncIssue, SyncRun, ms_to_datetime
+from dashboards.query_page.timeline_rollups import refresh_timeline_rollups
 from workers.checkpoint.commits import CommitMetadata
 from workers.checkpoint.errors import CheckpointError, MissingFileError
 from workers.checkpoint.integrity.facts import CheckpointFacts
@@ -46,13 +48,15 @@ from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.inspection import (
     Inspection,
     findings_to_check_again,
-    inspection_due,
+    full_walk_due,
     listing_of_logs,
     read_inspection,
     sink_log_storage,
     store_inspection,
     walk_checkpoint,
 )
+from workers.intervals import interval_passed
+from workers.probe_pass import ProbePass, probe_pass_due, read_probe_pass, store_probe_pass
 from workers.purge_catch_up import listing_shows_purge_past, probe_fell_behind_purge
 from workers.state_follow import read_state_follow, store_state_follow
 from workers.status_figures import refresh_status_figures
@@ -115,26 +119,7 @@ def _close_abandoned_runs(checkpoint: Checkpoint, now: datetime) -> None:
 
 def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
     try:
-        storage = open_storage(checkpoint.url)
-        sink = sink_log_storage(checkpoint)
-        # The full pass walks first, so that a reconcile due with it lists nothing twice.
-        facts = walk_checkpoint(storage, sink, checkpoint) if inspection_due(checkpoint, run.started_at) else None
-        is_reconcile = reconcile_due(checkpoint, run.started_at) or listing_shows_purge_past(
-            checkpoint, listing_of_logs(facts)
-        )
-        findings = SyncFindings(is_reconcile=is_reconcile)
-        with _collector_skips_what_exists_now(), storage.reusing_directories():
-            _read_new_files(checkpoint, storage, findings, listing_of_logs(facts), run.started_at)
-            run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
-            findings.root_problem = _root_problem(checkpoint, storage, findings)
-            inspection = _inspect(checkpoint, storage, sink, facts, findings, run.started_at)
-            # The full pass has just read the state: following it as well would read it twice.
-            followed = (
-                read_state_follow(checkpoint, storage, findings.new_commits, run.started_at)
-                if inspection is None
-                else []
-            )
-            _store_findings(checkpoint, run, [storage, sink], findings, inspection, followed)
+        _read_and_store(checkpoint, run)
     except CheckpointError as exc:
         # The checkpoint as a whole could not be read (its root is outside the allowed ones, say).
         _store_failure(checkpoint, run, exc)
@@ -146,19 +131,57 @@ def _sync_into(checkpoint: Checkpoint, run: SyncRun) -> None:
         raise
 
 
-def _inspect(
+def _read_and_store(checkpoint: Checkpoint, run: SyncRun) -> None:
+    """Read what is new in the checkpoint (a probe or a reconcile, and the full walk when due) and store it."""
+    storage = open_storage(checkpoint.url)
+    sink = sink_log_storage(checkpoint)
+    # The full walk walks first, so that a reconcile due with it lists nothing twice.
+    facts = walk_checkpoint(storage, sink, checkpoint) if full_walk_due(checkpoint, run.started_at) else None
+    is_reconcile = reconcile_due(checkpoint, run.started_at) or listing_shows_purge_past(
+        checkpoint, listing_of_logs(facts)
+    )
+    findings = SyncFindings(is_reconcile=is_reconcile)
+    with _collector_skips_what_exists_now(), storage.reusing_directories():
+        _read_new_files(checkpoint, storage, findings, listing_of_logs(facts), run.started_at)
+        run.kind = SyncRun.Kind.RECONCILE if findings.is_reconcile else SyncRun.Kind.PROBE
+        findings.root_problem = _root_problem(checkpoint, storage, findings)
+        beyond = _read_beyond_logs(checkpoint, storage, sink, facts, findings, run)
+        _store_findings(checkpoint, run, [storage, sink], findings, beyond)
+
+
+@dataclass
+class BeyondLogs:
+    """What a sync read beyond offsets/ and commits/: the full walk's inspection, or the state
+    follow's rows and the probe pass between walks (None when not due)."""
+
+    inspection: Inspection | None = None
+    followed_state: list[StatePartition] = field(default_factory=list)
+    probe: ProbePass | None = None
+
+
+def _read_beyond_logs(
     checkpoint: Checkpoint,
     storage: CheckpointStorage,
     sink: CheckpointStorage | None,
     facts: CheckpointFacts | None,
     findings: SyncFindings,
-    now: datetime,
-) -> Inspection | None:
-    """Read the full pass when it is due (``facts`` walked), or when the commits this sync read
-    settle an open finding about the batches that had none (checked again now, not at the next pass)."""
-    if facts is None and findings_to_check_again(checkpoint, findings.new_commits):
+    run: SyncRun,
+) -> BeyondLogs:
+    """Follow the state and probe what changed beyond the logs, unless a full walk is due, or the
+    commits this sync read settle an open finding about the batches that had none (checked again
+    now, not at the next walk), or the probe found what it cannot explain."""
+    now = run.started_at
+    if facts is None and not findings_to_check_again(checkpoint, findings.new_commits):
+        followed = read_state_follow(checkpoint, storage, findings.new_commits, now)
+        if not probe_pass_due(checkpoint, now):
+            return BeyondLogs(followed_state=followed)
+        probe = read_probe_pass(checkpoint, storage, sink, followed)
+        if not probe.unexplained:
+            return BeyondLogs(followed_state=followed, probe=probe)
+        run.message = f"full walk: the probe between walks could not explain {probe.unexplained}"
+    if facts is None:
         facts = walk_checkpoint(storage, sink, checkpoint)
-    return None if facts is None else read_inspection(storage, facts, checkpoint, findings.new_commits, now)
+    return BeyondLogs(inspection=read_inspection(storage, facts, checkpoint, findings.new_commits, now))
 
 
 @contextlib.contextmanager
@@ -195,8 +218,7 @@ def _root_problem(checkpoint: Checkpoint, storage: CheckpointStorage, findings: 
 
 def reconcile_due(checkpoint: Checkpoint, now: datetime) -> bool:
     """Tell whether this sync lists the log directories instead of probing the next names."""
-    last = checkpoint.last_reconciled_at
-    return last is None or now - last >= timedelta(seconds=settings.RECONCILE_INTERVAL_SECONDS)
+    return interval_passed(checkpoint.last_reconciled_at, now, settings.RECONCILE_INTERVAL_SECONDS)
 
 
 def _read_new_files(
@@ -225,17 +247,31 @@ def _read_new_files(
 
 
 def _read_probed_files(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+    _probe_next_offsets(checkpoint, storage, findings)
+    _read_open_issue_offsets(checkpoint, storage, findings)
+    _probe_commits(checkpoint, storage, findings)
+
+
+def _probe_next_offsets(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+    """Read the offsets files after the latest batch known, until one is missing (at most PROBE_LIMIT)."""
     first = 0 if checkpoint.latest_batch_id is None else checkpoint.latest_batch_id + 1
     for batch_id, entry in iter_next_entries(storage, read_offset_seq, first, limit=PROBE_LIMIT):
         if isinstance(entry, CheckpointError):
             findings.problems[f"offsets/{batch_id}"] = entry
         else:
             findings.new_offsets[batch_id] = entry
-    # Offsets files of open issues have no row and probing starts past them: read them again.
+
+
+def _read_open_issue_offsets(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+    """Offsets files of open issues have no row and probing starts past them: read them again."""
     for path in checkpoint.issues.open().filter(path__startswith="offsets/").values_list("path", flat=True):
         batch_id = int(path.removeprefix("offsets/"))
         if batch_id not in findings.new_offsets and path not in findings.problems:
             _collect(findings.new_offsets, findings, batch_id, path, read_offset_seq, storage, missing_ok=True)
+
+
+def _probe_commits(checkpoint: Checkpoint, storage: CheckpointStorage, findings: SyncFindings) -> None:
+    """Read the commits of the batches read now and of those stored uncommitted after the latest commit."""
     # Spark never commits a batch older than its latest commit (it reruns the last planned batch
     # only), so a probe asks only for those after it; a reconcile would notice anything else.
     uncommitted = checkpoint.batches.uncommitted().filter(batch_id__gt=_latest_committed(checkpoint))
@@ -395,9 +431,19 @@ def _store_findings(
     run: SyncRun,
     storages: list[CheckpointStorage | None],
     findings: SyncFindings,
-    inspection: Inspection | None,
-    followed_state: list[StatePartition],
+    beyond: BeyondLogs,
 ) -> None:
+    _store_query_and_reconcile(checkpoint, run, findings)
+    _store_batches(checkpoint, findings.new_offsets, findings.new_commits)
+    _record_issues(checkpoint, findings.problems, run.started_at)
+    _refresh_health(checkpoint, run.started_at, findings)
+    refresh_status_figures(checkpoint, run.started_at)
+    _store_beyond_logs(checkpoint, beyond, run.started_at)
+    _finish_run(run, [s for s in storages if s is not None], findings)
+
+
+def _store_query_and_reconcile(checkpoint: Checkpoint, run: SyncRun, findings: SyncFindings) -> None:
+    """The query the checkpoint belongs to, and when a reconcile last read its history (and from where)."""
     if findings.query_id:
         checkpoint.query, _ = StreamingQuery.objects.get_or_create(query_id=findings.query_id)
         checkpoint.save(update_fields=["query"])
@@ -405,14 +451,15 @@ def _store_findings(
         checkpoint.last_reconciled_at = run.started_at
         checkpoint.earliest_stored_batch_id = findings.earliest_batch_id
         checkpoint.save(update_fields=["last_reconciled_at", "earliest_stored_batch_id"])
-    _store_batches(checkpoint, findings.new_offsets, findings.new_commits)
-    _record_issues(checkpoint, findings.problems, run.started_at)
-    _refresh_health(checkpoint, run.started_at, findings)
-    refresh_status_figures(checkpoint, run.started_at)
-    if inspection is not None:
-        store_inspection(checkpoint, inspection, run.started_at)
-    store_state_follow(checkpoint, followed_state)
-    _finish_run(run, [s for s in storages if s is not None], findings)
+
+
+def _store_beyond_logs(checkpoint: Checkpoint, beyond: BeyondLogs, now: datetime) -> None:
+    """What the sync read past the logs: a full inspection, the followed state, a probe pass."""
+    if beyond.inspection is not None:
+        store_inspection(checkpoint, beyond.inspection, now)
+    store_state_follow(checkpoint, beyond.followed_state)
+    if beyond.probe is not None:
+        store_probe_pass(checkpoint, beyond.probe, checkpoint.latest_batch_id, now)
 
 
 def _store_batches(
@@ -424,8 +471,11 @@ def _store_batches(
         for batch_id, offset_seq in sorted(new_offsets.items())
     )
     late_commits = {b: c for b, c in new_commits.items() if b not in new_offsets}
-    for batch_id in checkpoint.batches.filter(batch_id__in=late_commits).values_list("batch_id", flat=True):
+    committed_late = list(checkpoint.batches.filter(batch_id__in=late_commits).values_list("batch_id", flat=True))
+    for batch_id in committed_late:
         checkpoint.batches.filter(batch_id=batch_id).update(**_commit_columns(late_commits[batch_id]))
+    # The timeline's roll-ups: one bucket per tier per new row or commit (none when nothing changed).
+    refresh_timeline_rollups(checkpoint.pk, [*new_offsets, *committed_late])
 
 
 def _record_issues(checkpoint: Checkpoint, problems: dict[str, CheckpointError], now: datetime) -> None:
@@ -455,18 +505,8 @@ def _refresh_health(checkpoint: Checkpoint, now: datetime, findings: SyncFinding
     Only syncs write Batch rows, one at a time under the lease, so the difference is exact; the
     count over every row (a scan of the history) is left to the reconcile, which resets any drift.
     """
-    if findings.is_reconcile:
-        checkpoint.uncommitted_batch_count = checkpoint.batches.uncommitted().count()
-    else:
-        late_commits = sum(1 for batch_id in findings.new_commits if batch_id not in findings.new_offsets)
-        new_uncommitted = sum(1 for batch_id in findings.new_offsets if batch_id not in findings.new_commits)
-        checkpoint.uncommitted_batch_count += new_uncommitted - late_commits
-    # Index lookups from the top of unique (checkpoint, batch_id), not aggregates over every row.
-    batches = checkpoint.batches.order_by("-batch_id")
-    latest = batches.values_list("batch_id", "timestamp_ms").first()
-    checkpoint.latest_batch_id, latest_ms = latest if latest else (None, None)
-    checkpoint.latest_batch_at = ms_to_datetime(latest_ms)
-    checkpoint.latest_committed_batch_id = batches.filter(is_committed=True).values_list("batch_id", flat=True).first()
+    _update_uncommitted_count(checkpoint, findings)
+    _set_latest_batches(checkpoint)
     checkpoint.last_synced_at = now
     checkpoint.root_problem = findings.root_problem
     checkpoint.save(
@@ -479,6 +519,25 @@ def _refresh_health(checkpoint: Checkpoint, now: datetime, findings: SyncFinding
             "root_problem",
         ]
     )
+
+
+def _update_uncommitted_count(checkpoint: Checkpoint, findings: SyncFindings) -> None:
+    if findings.is_reconcile:
+        checkpoint.uncommitted_batch_count = checkpoint.batches.uncommitted().count()
+    else:
+        late_commits = sum(1 for batch_id in findings.new_commits if batch_id not in findings.new_offsets)
+        new_uncommitted = sum(1 for batch_id in findings.new_offsets if batch_id not in findings.new_commits)
+        checkpoint.uncommitted_batch_count += new_uncommitted - late_commits
+
+
+def _set_latest_batches(checkpoint: Checkpoint) -> None:
+    """The latest batch (its id and start) and the latest committed one, from the stored rows."""
+    # Index lookups from the top of unique (checkpoint, batch_id), not aggregates over every row.
+    batches = checkpoint.batches.order_by("-batch_id")
+    latest = batches.values_list("batch_id", "timestamp_ms").first()
+    checkpoint.latest_batch_id, latest_ms = latest if latest else (None, None)
+    checkpoint.latest_batch_at = ms_to_datetime(latest_ms)
+    checkpoint.latest_committed_batch_id = batches.filter(is_committed=True).values_list("batch_id", flat=True).first()
 
 
 def _finish_run(run: SyncRun, storages: list[CheckpointStorage], findings: SyncFindings) -> None:

@@ -1,12 +1,28 @@
 """Celery tasks: thin shells that turn ids into calls of plain functions (workers.sync, workers.state_fanout,
-workers.state_sampling, workers.maintenance_runs, workers.retention). Their queues: workers.routing."""
+workers.state_sampling, workers.maintenance_runs, workers.retention, workers.backup_retention,
+workers.rollup_builds).
+Their queues: workers.routing."""
 
+import logging
 import os
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
-from . import eventlogs, maintenance_runs, retention, state_fanout, state_sampling, sync
+from . import (
+    backup_retention,
+    eventlogs,
+    maintenance_runs,
+    retention,
+    rollup_builds,
+    state_fanout,
+    state_sampling,
+    sync,
+)
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True)
@@ -67,6 +83,45 @@ def run_maintenance_policy(policy_id: int) -> None:
 
 
 @shared_task
+def prune_maintenance_backups() -> dict[str, int]:
+    """Delete risky runs' backups past their retention (celery beat, hourly; workers.backup_retention)."""
+    return backup_retention.prune_expired_backups(timezone.now())
+
+
+@shared_task
 def prune_history() -> dict[str, int]:
     """Keep sync runs and inventory passes bounded (celery beat, hourly; workers.retention)."""
     return retention.prune_history(timezone.now())
+
+
+@shared_task
+def build_missing_rollups() -> None:
+    """Queue the build of every owner's missing chart roll-ups (celery beat, each minute, and a worker's start)."""
+    # owners_lacking_rollups() gives (checkpoint ids, query ids): the timeline's and the Runtime charts' owners.
+    builds = (build_timeline_rollups, build_runtime_rollups)
+    for build, owner_ids in zip(builds, rollup_builds.owners_lacking_rollups(), strict=True):
+        for owner_id in owner_ids:
+            build.delay(owner_id)
+
+
+@shared_task(acks_late=True)
+def build_timeline_rollups(checkpoint_id: int) -> None:
+    """Build the next chunk of a checkpoint's timeline roll-ups, and queue the one after (workers.rollup_builds)."""
+    if rollup_builds.build_timeline_chunk(checkpoint_id) == rollup_builds.MORE:
+        build_timeline_rollups.delay(checkpoint_id)
+
+
+@shared_task(acks_late=True)
+def build_runtime_rollups(query_id: int) -> None:
+    """Build the next chunk of a query's Runtime chart roll-ups, and queue the one after (workers.rollup_builds)."""
+    if rollup_builds.build_runtime_chunk(query_id) == rollup_builds.MORE:
+        build_runtime_rollups.delay(query_id)
+
+
+@worker_ready.connect
+def build_rollups_at_start(sender=None, **_) -> None:
+    """A deployment just upgraded has history without roll-ups: start building them now, not at beat's next minute."""
+    try:
+        build_missing_rollups.delay()
+    except OperationalError as exc:  # the broker went away meanwhile: beat sends it within a minute
+        logger.warning("roll-up builds not queued at worker start: %s", exc)

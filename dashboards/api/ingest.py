@@ -12,6 +12,7 @@ requests per user (the listener retries, then spools).
 
 from __future__ import annotations
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -23,6 +24,7 @@ from rest_framework.views import APIView
 
 from dashboards.api import progress_schema
 from dashboards.models import BatchProgress, QueryRun
+from dashboards.query_page.runtime_series import refresh_runtime_rollups
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.progress import QueryIdleEvent, idle_event_from_dict, progress_from_dict
 
@@ -70,7 +72,9 @@ class ProgressIngestView(APIView):
             progress = progress_from_dict(envelope.validated_data["progress"], source=INGEST_SOURCE)
         except CheckpointError as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        row, created = BatchProgress.objects.store(progress, origin=BatchProgress.Origin.LISTENER)
+        with transaction.atomic():
+            row, created = BatchProgress.objects.store(progress, origin=BatchProgress.Origin.LISTENER)
+            refresh_runtime_rollups(row.query_id, [row.batch_id])
         body = {"query_id": str(row.query.query_id), "batch_id": row.batch_id, "created": created}
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

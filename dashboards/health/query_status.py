@@ -197,6 +197,11 @@ def _failing_to_sync(facts: StatusFacts, now: datetime, thresholds: Thresholds) 
     if facts.unreadable_files:
         files = _count(facts.unreadable_files, "file")
         return Condition(State.FAILING_TO_SYNC, f"{files} cannot be read (see the sync panel)")
+    return _sync_overdue(facts, now, thresholds)
+
+
+def _sync_overdue(facts: StatusFacts, now: datetime, thresholds: Thresholds) -> Condition | None:
+    """No sync for longer than the allowed number of intervals (and grace) since the last one."""
     if facts.last_synced_at is None:
         return None
     allowed = facts.sync_interval_seconds * thresholds.sync_overdue_intervals + thresholds.sync_grace_seconds

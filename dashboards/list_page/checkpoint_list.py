@@ -124,14 +124,7 @@ def build_list(
     The counts per status are of the rows that pass every filter but the status one, so each
     count is what following it shows.
     """
-    rows = [
-        ListRow(
-            checkpoint,
-            assess(status_facts_of(checkpoint), now=now, thresholds=thresholds),
-            scheme_of(checkpoint["url"]),
-        )
-        for checkpoint in checkpoints
-    ]
+    rows = [_assessed_row(checkpoint, now=now, thresholds=thresholds) for checkpoint in checkpoints]
     _flag_copies(rows)
     matching = [row for row in rows if _matches(row, request)]
     counts = Counter(row.status.state for row in matching)
@@ -142,6 +135,14 @@ def build_list(
         matching=len(matching),
         total=len(rows),
         schemes=sorted({row.scheme for row in rows}),
+    )
+
+
+def _assessed_row(checkpoint: dict, *, now: datetime, thresholds: Thresholds) -> ListRow:
+    return ListRow(
+        checkpoint,
+        assess(status_facts_of(checkpoint), now=now, thresholds=thresholds),
+        scheme_of(checkpoint["url"]),
     )
 
 

@@ -77,7 +77,22 @@ def _read_trends(checkpoints: list[dict], *, minute: datetime) -> dict[int, Tren
 
 
 def _trends_of(by_query: dict[int, dict], *, start: datetime) -> dict[int, Trend]:
-    own_batches = reduce(
+    rows = (
+        BatchProgress.objects.filter(_own_batches(by_query), timestamp__gte=start, batch_duration_ms__isnull=False)
+        .annotate(minute=TruncMinute("timestamp"))
+        .values("query_id", "minute")
+        .annotate(duration=Avg("batch_duration_ms"))
+        .order_by("query_id", "minute")
+    )
+    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for row in rows:
+        points[row["query_id"]].append((int((row["minute"] - start).total_seconds() // 60), float(row["duration"])))
+    return {by_query[query]["id"]: Trend(tuple(values), TREND_MINUTES) for query, values in points.items()}
+
+
+def _own_batches(by_query: dict[int, dict]) -> Q:
+    """Each query's newest TREND_MAX_BATCHES batches up to its checkpoint's latest batch."""
+    return reduce(
         or_,
         (
             Q(
@@ -88,14 +103,3 @@ def _trends_of(by_query: dict[int, dict], *, start: datetime) -> dict[int, Trend
             for query, checkpoint in by_query.items()
         ),
     )
-    rows = (
-        BatchProgress.objects.filter(own_batches, timestamp__gte=start, batch_duration_ms__isnull=False)
-        .annotate(minute=TruncMinute("timestamp"))
-        .values("query_id", "minute")
-        .annotate(duration=Avg("batch_duration_ms"))
-        .order_by("query_id", "minute")
-    )
-    points: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for row in rows:
-        points[row["query_id"]].append((int((row["minute"] - start).total_seconds() // 60), float(row["duration"])))
-    return {by_query[query]["id"]: Trend(tuple(values), TREND_MINUTES) for query, values in points.items()}

@@ -125,22 +125,43 @@ def preview_request(action: str, parameters: Mapping[str, Any], figures: Mainten
         return _preview_cleanup(parameters["min_versions_to_retain"], parameters["keep_offsets_range"], figures)
     if action == "compact":
         return _preview_compact(parameters.get("log") or "", parameters["min_batches_to_retain"], figures)
+    if action == "rewind":
+        return _preview_rewind(parameters["to_batch"], figures)
+    if action == "skip":
+        return _preview_skip(parameters, figures)
+    if action == "repair":
+        return Preview(_REPAIR_PREVIEW.get(bool(parameters.get("damage")), ""), True)
     raise ValueError(f"unknown maintenance action {action!r}")
 
 
+def _batch_range(figures: MaintenanceFigures) -> tuple[int | None, int | None, int | None]:
+    """The latest committed, latest and oldest batch ids, the bounds purge and rewind work within."""
+    return figures.latest_committed_batch_id, figures.latest_batch_id, figures.oldest_batch_id
+
+
 def _preview_purge(keep_batches: int, figures: MaintenanceFigures) -> Preview:
-    committed, latest, oldest = figures.latest_committed_batch_id, figures.latest_batch_id, figures.oldest_batch_id
+    committed, latest, oldest = _batch_range(figures)
     if committed is None or latest is None:
         return Preview("nothing to purge: no batch is committed yet", False)
     if oldest is None:
         return Preview("no listing of offsets/ yet: the plan will say what goes", True)
+    return _purge_within(committed, latest, oldest, keep_batches=keep_batches, figures=figures)
+
+
+def _purge_within(
+    committed: int, latest: int, oldest: int, *, keep_batches: int, figures: MaintenanceFigures
+) -> Preview:
+    """The purge the tightest of the planner's limits allows between ``oldest`` and ``latest``."""
     limits = purge_limits(committed, latest, keep_batches=keep_batches, oldest_state=figures.oldest_state_version)
     binding = min(limits, key=lambda limit: limit.threshold)
     if binding.threshold <= oldest:
-        return Preview(
-            explain_nothing_to_purge(oldest, latest, limits, keep_batches=keep_batches, latest_committed=committed),
-            False,
-        )
+        text = explain_nothing_to_purge(oldest, latest, limits, keep_batches=keep_batches, latest_committed=committed)
+        return Preview(text, False)
+    return _purge_below(binding, oldest=oldest, latest=latest)
+
+
+def _purge_below(binding, *, oldest: int, latest: int) -> Preview:
+    """The purge of the batches below the binding limit's threshold, and the reason it stops there."""
     return Preview(
         f"purge offsets and commits of {batch_span(oldest, binding.threshold - 1)}, "
         f"keep {batch_span(binding.threshold, latest)} "
@@ -161,10 +182,15 @@ def _preview_snapshot(min_chain: int, figures: MaintenanceFigures) -> Preview:
     due = [chain for chain, _, _ in chains if chain > min_chain]
     if not due:
         return Preview(explain_no_snapshot(*chains[-1], min_chain=min_chain), False)
+    return _snapshots_due(due, stores=len(hdfs), min_chain=min_chain)
+
+
+def _snapshots_due(due: list[int], *, stores: int, min_chain: int) -> Preview:
+    """Snapshots in the stores whose delta chains (``due``) are longer than ``min_chain``, of ``stores``."""
     lengths = f"{min(due)}" if min(due) == max(due) else f"{min(due)} to {max(due)}"
     chains_are = "delta chain of {} deltas is" if len(due) == 1 else "delta chains of {} deltas are"
     return Preview(
-        f"write a snapshot in {len(due)} of {len(hdfs)} stores, "
+        f"write a snapshot in {len(due)} of {stores} stores, "
         f"whose {chains_are.format(lengths)} longer than the {min_chain} allowed",
         True,
     )
@@ -172,12 +198,11 @@ def _preview_snapshot(min_chain: int, figures: MaintenanceFigures) -> Preview:
 
 def _preview_cleanup(min_versions_to_retain: int, keep_offsets_range: bool, figures: MaintenanceFigures) -> Preview:
     committed = figures.latest_committed_batch_id
-    latest = None if committed is None else committed + 1  # batch N writes state version N + 1
+    # batch N writes state version N + 1
+    latest = None if committed is None else committed + 1
     oldest = figures.oldest_state_version
     protect_from = figures.oldest_batch_id if keep_offsets_range else None
-    earliest = None if latest is None else latest - min_versions_to_retain
-    if protect_from is not None and earliest is not None:
-        earliest = min(earliest, protect_from)
+    earliest = _earliest_kept_version(latest, min_versions_to_retain, protect_from=protect_from)
     if latest is None or oldest is None or earliest is None or earliest <= oldest:
         text = explain_nothing_to_clean(
             oldest=oldest, latest=latest, retain=min_versions_to_retain, protect_from=protect_from
@@ -188,6 +213,14 @@ def _preview_cleanup(min_versions_to_retain: int, keep_offsets_range: bool, figu
         "(a delta chain a retained version replays stays)",
         True,
     )
+
+
+def _earliest_kept_version(latest: int | None, retain: int, *, protect_from: int | None) -> int | None:
+    """The oldest state version cleanup keeps: ``retain`` below the latest, or older to protect offsets."""
+    earliest = None if latest is None else latest - retain
+    if protect_from is not None and earliest is not None:
+        earliest = min(earliest, protect_from)
+    return earliest
 
 
 def _preview_compact(choice: str, min_batches_to_retain: int, figures: MaintenanceFigures) -> Preview:
@@ -229,3 +262,48 @@ def _expiry_part(log: LogFigures, min_batches_to_retain: int) -> Preview:
         )
         return Preview(text, False)
     return Preview(f"expire {batch_span(oldest, threshold - 1)} of {log.path} (those past the cleanup delay)", True)
+
+
+_REPAIR_PREVIEW = {
+    True: "repair that damage if the integrity check still finds it; the plan names each file it writes or deletes",
+    False: "repair every damage the integrity check finds that a repair can fix; the plan names each file",
+}
+
+
+def _preview_rewind(to_batch: int | None, figures: MaintenanceFigures) -> Preview:
+    committed, latest, oldest = _batch_range(figures)
+    if to_batch is None or committed is None or latest is None:
+        return Preview("nothing to rewind: no batch is committed yet", False)
+    if to_batch > committed:
+        return Preview(f"cannot rewind to batch {to_batch}: the latest committed batch is {committed}", False)
+    if oldest is not None and to_batch < oldest:
+        return Preview(f"cannot rewind to batch {to_batch}: the offset log starts at batch {oldest}", False)
+    if to_batch == latest:
+        return Preview(f"nothing to rewind: batch {to_batch} is the latest", False)
+    return Preview(
+        f"remove {batch_span(to_batch + 1, latest)} from the logs and the state written after them (a backup is kept); "
+        f"the next run starts at batch {to_batch + 1}",
+        True,
+    )
+
+
+def _preview_skip(parameters: Mapping[str, Any], figures: MaintenanceFigures) -> Preview:
+    batch = parameters.get("batch")
+    if batch is not None:
+        return Preview(f"mark batch {batch} done without running it; the next run starts at batch {batch + 1}", True)
+    if parameters.get("files") or parameters.get("partition"):
+        return _preview_skip_in_source(parameters)
+    latest, committed = figures.latest_batch_id, figures.latest_committed_batch_id
+    if latest is not None and latest != committed:
+        return Preview(f"give a batch (batch {latest} is not committed) or a source to skip part of", False)
+    return Preview("give a batch, or a source with a partition and offset or with files", False)
+
+
+def _preview_skip_in_source(parameters: Mapping[str, Any]) -> Preview:
+    """Skipping part of one source: some of its files, or a partition up to an offset."""
+    if parameters.get("files"):
+        return Preview(f"skip {len(parameters['files'])} file(s) of source {parameters['source']}", True)
+    return Preview(
+        f"start {parameters['partition']} of source {parameters['source']} at offset {parameters['to_offset']}",
+        True,
+    )

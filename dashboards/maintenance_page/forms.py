@@ -33,11 +33,25 @@ ACTION_DESCRIPTIONS = {
     MaintenanceAction.SNAPSHOT: "Write N.snapshot where a restart replays a long chain of deltas (HDFS-backed state).",
     MaintenanceAction.CLEANUP: "Delete state files that no retained version loads.",
     MaintenanceAction.COMPACT: "Write a missing N.compact of a file source or sink log, and delete its expired files.",
+    MaintenanceAction.REWIND: (
+        "Make the next run start again at the batch after N: everything the query wrote after batch N "
+        "goes (a backup is kept, and the run can be undone). Needs the rewind permission and an approval."
+    ),
+    MaintenanceAction.SKIP: (
+        "Mark an uncommitted batch done without running it, or move one source partition past a range of "
+        "offsets or files. Needs the skip permission and an approval."
+    ),
+    MaintenanceAction.REPAIR: (
+        "Fix what Spark refuses at restart: an empty or truncated latest offsets or commit file, a hole in a log, "
+        "a missing metadata file, a killed writer's temporary files. Needs the repair permission and an approval."
+    ),
 }
+# The actions one asks for on the request form; an undo is asked for from the run it undoes.
+REQUESTABLE_ACTIONS = [(value, label) for value, label in MaintenanceAction.choices if value != MaintenanceAction.UNDO]
 
 
 class ActionChoiceForm(forms.Form):
-    action = forms.ChoiceField(choices=MaintenanceAction.choices, error_messages={"required": "Choose an action."})
+    action = forms.ChoiceField(choices=REQUESTABLE_ACTIONS, error_messages={"required": "Choose an action."})
 
 
 class ActionParametersForm(forms.Form):
@@ -103,11 +117,102 @@ class CompactForm(ActionParametersForm):
         self.fields["log"].initial = choices[0][0] if choices else None
 
 
+class RewindForm(ActionParametersForm):
+    to_batch = forms.IntegerField(
+        min_value=0,
+        label="Rewind to batch",
+        help_text="A committed batch still in the logs; the next run starts at the batch after it.",
+    )
+
+
+class SkipForm(ActionParametersForm):
+    """Skip (a), a batch; or skip (b), one source's partition moved to an offset, or its named files."""
+
+    batch = forms.IntegerField(
+        required=False, min_value=0, label="Uncommitted batch to mark done", help_text="Skip (a): leave the rest empty."
+    )
+    source = forms.IntegerField(
+        required=False, min_value=0, label="Source number", help_text="Skip (b): the source's index in offsets/N."
+    )
+    partition = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Kafka partition",
+        help_text="The topic and partition number, e.g. events-3.",
+    )
+    to_offset = forms.IntegerField(
+        required=False, min_value=0, label="Start that partition at offset", help_text="Kafka sources."
+    )
+    files = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Files to skip",
+        help_text="File sources: one path a line, as the source log names them.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        return skip_parameters(data, add_error=self.add_error)
+
+
+def skip_parameters(data: Mapping[str, Any], *, add_error) -> dict[str, Any]:
+    """The planner's parameters of one skip shape; ``add_error(None, why)`` when the values name none or several.
+
+    Shared with the skip_batch command, so the form and the command accept the same shapes."""
+    files = [line.strip() for line in (data.get("files") or "").splitlines() if line.strip()]
+    if data.get("batch") is not None:
+        return _batch_skip_parameters(data, files, add_error=add_error)
+    return _source_skip_parameters(data, files, add_error=add_error)
+
+
+def _batch_skip_parameters(data: Mapping[str, Any], files: list[str], *, add_error) -> dict[str, Any]:
+    """A whole batch to skip; naming a source's part as well is an error."""
+    if data.get("source") is not None or data.get("partition") or files or data.get("to_offset") is not None:
+        add_error(None, "Give either a batch, or a source with a partition and offset or with files; not both.")
+    return {"batch": data["batch"]}
+
+
+def _source_skip_parameters(data: Mapping[str, Any], files: list[str], *, add_error) -> dict[str, Any]:
+    """A skip in one source: its files (a file source), or a partition up to an offset (Kafka)."""
+    partition, to_offset, source = data.get("partition") or "", data.get("to_offset"), data.get("source")
+    if source is None:
+        add_error(None, "Give a batch to skip, or a source with a partition and offset or with files.")
+        return {}
+    if files and not partition and to_offset is None:
+        return {"source": source, "files": files}
+    if partition and to_offset is not None and not files:
+        return {"source": source, "partition": partition, "to_offset": to_offset}
+    add_error(None, "A source needs either a partition and an offset (Kafka) or files (file source).")
+    return {}
+
+
+class RepairForm(ActionParametersForm):
+    damage = forms.CharField(
+        required=False,
+        max_length=50,
+        label="Damage to repair",
+        help_text="An integrity finding's code; leave empty to repair every repairable damage found.",
+    )
+    query_id = forms.CharField(
+        required=False,
+        max_length=36,
+        label="Query id",
+        help_text="Only for a lost metadata file: by default the query id the syncs stored for this checkpoint.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        return {name: value for name, value in data.items() if value}
+
+
 ACTION_FORMS: dict[str, type[ActionParametersForm]] = {
     MaintenanceAction.PURGE: PurgeForm,
     MaintenanceAction.SNAPSHOT: SnapshotForm,
     MaintenanceAction.CLEANUP: CleanupForm,
     MaintenanceAction.COMPACT: CompactForm,
+    MaintenanceAction.REWIND: RewindForm,
+    MaintenanceAction.SKIP: SkipForm,
+    MaintenanceAction.REPAIR: RepairForm,
 }
 
 

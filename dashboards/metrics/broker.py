@@ -27,6 +27,25 @@ def task_queue_names() -> list[str]:
 
 def find_queue_lengths(queues: list[str], *, timeout_seconds: float) -> dict[str, int] | None:
     """Return the messages waiting in each queue, or None when the broker does not answer in time."""
+    connection = _fail_fast_connection(timeout_seconds)
+    try:
+        with connection:
+            return _message_counts(connection, queues, timeout_seconds=timeout_seconds)
+    except (KombuError, *connection.connection_errors, *connection.channel_errors, OSError) as exc:
+        logger.warning("broker %s did not answer for /metrics: %s", connection.as_uri(), exc)
+        return None
+
+
+def _message_counts(connection: Connection, queues: list[str], *, timeout_seconds: float) -> dict[str, int]:
+    connection.ensure_connection(max_retries=0, timeout=timeout_seconds)
+    # A non-passive declare never fails on a queue nobody has used yet (an empty Redis
+    # list does not exist); on kombu's virtual transports it creates nothing on the broker.
+    channel = connection.default_channel
+    return {queue: channel.queue_declare(queue=queue, passive=False).message_count for queue in queues}
+
+
+def _fail_fast_connection(timeout_seconds: float) -> Connection:
+    """A connection to the configured broker that gives up after ``timeout_seconds``, without retries."""
     options = {
         **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}),
         # Redis: fail fast instead of kombu's retry loop; other transports ignore these keys.
@@ -34,14 +53,4 @@ def find_queue_lengths(queues: list[str], *, timeout_seconds: float) -> dict[str
         "socket_timeout": timeout_seconds,
         "max_retries": 0,
     }
-    connection = Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout_seconds, transport_options=options)
-    try:
-        with connection:
-            connection.ensure_connection(max_retries=0, timeout=timeout_seconds)
-            # A non-passive declare never fails on a queue nobody has used yet (an empty Redis
-            # list does not exist); on kombu's virtual transports it creates nothing on the broker.
-            channel = connection.default_channel
-            return {queue: channel.queue_declare(queue=queue, passive=False).message_count for queue in queues}
-    except (KombuError, *connection.connection_errors, *connection.channel_errors, OSError) as exc:
-        logger.warning("broker %s did not answer for /metrics: %s", connection.as_uri(), exc)
-        return None
+    return Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout_seconds, transport_options=options)

@@ -67,50 +67,54 @@ def checkpoint_labels(rows: list[dict]) -> CheckpointLabels:
     return {row["pk"]: (row["name"], str(row["query_uuid"] or ""), row["query_name"] or "") for row in rows}
 
 
-def checkpoint_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
-    """Batches and watermark as the offset and commit logs give them, and the sync schedule."""
-    families = {
-        "enabled": gauge("checkpoint_enabled", "1 if the checkpoint is synced, 0 if disabled."),
-        "sync_interval_seconds": gauge("checkpoint_sync_interval_seconds", "Configured interval between two syncs."),
-        "latest_batch_id": gauge("checkpoint_latest_batch_id", "Newest batch id in the offset log (offsets/N)."),
-        "latest_committed_batch_id": gauge(
-            "checkpoint_latest_committed_batch_id", "Newest batch id in the commit log (commits/N)."
-        ),
-        "uncommitted": gauge(
-            "checkpoint_uncommitted_batches", "Batches with an offsets/N entry and no commits/N entry."
-        ),
-        "batch_ts": gauge(
-            "checkpoint_latest_batch_timestamp_seconds",
-            "batchTimestampMs of the newest offset-log entry (Unix seconds): when Spark planned the newest batch.",
-        ),
-        "watermark_ts": gauge(
-            "checkpoint_watermark_timestamp_seconds",
-            "batchWatermarkMs of the newest offset-log entry (Unix seconds); absent without a watermark.",
-        ),
-        "watermark_lag": gauge(
-            "checkpoint_watermark_lag_seconds",
-            "batchTimestampMs - batchWatermarkMs of the newest batch: how far event time trails processing time.",
-        ),
-        "inspected": gauge(
-            "checkpoint_last_inspection_timestamp_seconds",
-            "When the last full pass (inventory, integrity checks, logs, state) ran (Unix seconds).",
-        ),
-    }
-    for row in rows:
-        pk = row["pk"]
-        add(families["enabled"], labels, pk, int(row["is_enabled"]))
-        add(families["sync_interval_seconds"], labels, pk, row["sync_interval_seconds"])
-        add(families["latest_batch_id"], labels, pk, row["latest_batch_id"])
-        add(families["latest_committed_batch_id"], labels, pk, row["latest_committed_batch_id"])
-        add(families["uncommitted"], labels, pk, row["uncommitted_batch_count"])
-        add(families["batch_ts"], labels, pk, epoch_ms_to_seconds(row["latest_timestamp_ms"]))
-        add(families["watermark_ts"], labels, pk, epoch_ms_to_seconds(row["latest_watermark_ms"]))
-        add(families["watermark_lag"], labels, pk, _watermark_lag_seconds(row))
-        add(families["inspected"], labels, pk, seconds(row["last_inspected_at"]))
-    yield from families.values()
-
-
 def _watermark_lag_seconds(row: dict) -> float | None:
     if not row["latest_timestamp_ms"] or not row["latest_watermark_ms"]:
         return None
     return (row["latest_timestamp_ms"] - row["latest_watermark_ms"]) / 1000
+
+
+# Family name (after ckptweb_) -> (its help, its value from a checkpoint's row); all gauges.
+CHECKPOINT_GAUGES = {
+    "checkpoint_enabled": ("1 if the checkpoint is synced, 0 if disabled.", lambda row: int(row["is_enabled"])),
+    "checkpoint_sync_interval_seconds": (
+        "Configured interval between two syncs.",
+        lambda row: row["sync_interval_seconds"],
+    ),
+    "checkpoint_latest_batch_id": (
+        "Newest batch id in the offset log (offsets/N).",
+        lambda row: row["latest_batch_id"],
+    ),
+    "checkpoint_latest_committed_batch_id": (
+        "Newest batch id in the commit log (commits/N).",
+        lambda row: row["latest_committed_batch_id"],
+    ),
+    "checkpoint_uncommitted_batches": (
+        "Batches with an offsets/N entry and no commits/N entry.",
+        lambda row: row["uncommitted_batch_count"],
+    ),
+    "checkpoint_latest_batch_timestamp_seconds": (
+        "batchTimestampMs of the newest offset-log entry (Unix seconds): when Spark planned the newest batch.",
+        lambda row: epoch_ms_to_seconds(row["latest_timestamp_ms"]),
+    ),
+    "checkpoint_watermark_timestamp_seconds": (
+        "batchWatermarkMs of the newest offset-log entry (Unix seconds); absent without a watermark.",
+        lambda row: epoch_ms_to_seconds(row["latest_watermark_ms"]),
+    ),
+    "checkpoint_watermark_lag_seconds": (
+        "batchTimestampMs - batchWatermarkMs of the newest batch: how far event time trails processing time.",
+        _watermark_lag_seconds,
+    ),
+    "checkpoint_last_inspection_timestamp_seconds": (
+        "When the last full pass (inventory, integrity checks, logs, state) ran (Unix seconds).",
+        lambda row: seconds(row["last_inspected_at"]),
+    ),
+}
+
+
+def checkpoint_families(rows: list[dict], labels: CheckpointLabels) -> Iterator:
+    """Batches and watermark as the offset and commit logs give them, and the sync schedule."""
+    families = {name: gauge(name, documentation) for name, (documentation, _) in CHECKPOINT_GAUGES.items()}
+    for row in rows:
+        for name, (_, value_of) in CHECKPOINT_GAUGES.items():
+            add(families[name], labels, row["pk"], value_of(row))
+    yield from families.values()

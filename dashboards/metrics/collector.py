@@ -19,7 +19,13 @@ from django.conf import settings
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from dashboards.metrics.checkpoints import checkpoint_families, checkpoint_labels, read_checkpoints
-from dashboards.metrics.health import finding_families, inventory_families, metadata_log_families, state_store_families
+from dashboards.metrics.health import (
+    finding_families,
+    inventory_families,
+    metadata_log_families,
+    state_store_families,
+    state_variable_families,
+)
 from dashboards.metrics.lag import source_lag_families
 from dashboards.metrics.maintenance import maintenance_families
 from dashboards.metrics.progress import progress_families
@@ -41,6 +47,7 @@ class CkptwebCollector(Collector):
         yield from progress_families(rows, labels, per_operator=per_operator)
         yield from source_lag_families(rows, labels)
         yield from state_store_families(labels, per_operator=per_operator)
+        yield from state_variable_families(labels)
         yield from metadata_log_families(labels)
         yield from inventory_families(labels)
         yield from finding_families(labels)

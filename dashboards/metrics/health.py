@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from dashboards.metrics.families import CheckpointLabels, add, gauge
 from dashboards.models import DirectoryInventory, Finding, MetadataLog, StatePartition
 
 
 def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Iterator:
+    families = _state_store_gauges(per_operator)
+    rows = _state_store_sums(per_operator)
+    for row in rows:
+        extra_values = (str(row["operator"]),) if per_operator else ()
+        for name, family in families.items():
+            add(family, labels, row["checkpoint_id"], row[f"sum_{name}"], *extra_values)
+    yield from families.values()
+
+
+def _state_store_gauges(per_operator: bool) -> dict:
+    """The state store gauges by the name of the sum that fills each."""
     extra = ("operator_id",) if per_operator else ()
     scope = ", per operator (state/<operator_id>)" if per_operator else ""
-    families = {
+    return {
         "partitions": gauge("state_store_partitions", f"State store directories (partition x store){scope}.", extra),
         "rows": gauge(
             "state_store_rows",
@@ -43,9 +54,13 @@ def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Ite
             extra,
         ),
     }
+
+
+def _state_store_sums(per_operator: bool) -> QuerySet:
+    """Each checkpoint's (or operator's) partition count and sums of its state partitions' figures."""
     group = ("checkpoint_id", "operator") if per_operator else ("checkpoint_id",)
     # Annotation names must not repeat field names (rows, load_bytes): prefix them.
-    rows = (
+    return (
         StatePartition.objects.order_by()
         .values(*group)
         .annotate(
@@ -57,33 +72,59 @@ def state_store_families(labels: CheckpointLabels, *, per_operator: bool) -> Ite
             sum_max_delta_chain=Max("delta_chain"),
         )
     )
-    for row in rows:
-        extra_values = (str(row["operator"]),) if per_operator else ()
-        for name, family in families.items():
-            add(family, labels, row["checkpoint_id"], row[f"sum_{name}"], *extra_values)
-    yield from families.values()
+
+
+def state_variable_families(labels: CheckpointLabels) -> Iterator:
+    """Per state variable of transformWithState stores, summed over partitions and stores."""
+    extra = ("operator_id", "variable", "kind")
+    rows = gauge(
+        "state_variable_rows",
+        "Rows of a transformWithState state variable at the restart version, as Spark's statestore reader "
+        "returns them (list elements for a ListState), over the partitions whose variables were counted.",
+        extra,
+    )
+    size = gauge("state_variable_bytes", "Bytes of a state variable's keys and values, over partitions.", extra)
+    for (checkpoint_id, *extra_values), (values, size_bytes) in sorted(_state_variable_totals().items()):
+        add(rows, labels, checkpoint_id, values, *extra_values)
+        add(size, labels, checkpoint_id, size_bytes, *extra_values)
+    yield from (rows, size)
+
+
+def _state_variable_totals() -> dict[tuple[int, str, str, str], list[int]]:
+    """(checkpoint pk, operator, variable, kind) -> [values, bytes] summed over its partitions."""
+    totals: dict[tuple[int, str, str, str], list[int]] = {}
+    partitions = (
+        StatePartition.objects.order_by().exclude(variables=[]).values_list("checkpoint_id", "operator", "variables")
+    )
+    for checkpoint_id, operator, variables in partitions:
+        for figures in variables:
+            total = totals.setdefault((checkpoint_id, str(operator), figures["name"], figures["kind"]), [0, 0])
+            total[0] += figures["values"]
+            total[1] += figures["bytes"]
+    return totals
+
+
+# MetadataLog column -> (family name, documentation); all gauges labelled by log and kind.
+METADATA_LOG_GAUGES = {
+    "compact_interval": (
+        "metadata_log_compact_interval_batches",
+        "Compact interval of the log: every Nth batch file is a .compact file.",
+    ),
+    "latest_compact_bytes": ("metadata_log_compact_file_bytes", "Size of the newest .compact file of the log."),
+    "live_entries": ("metadata_log_live_entries", "Entries (files) the newest compaction carries forward."),
+    "latest_batch_id": ("metadata_log_latest_batch_id", "Newest batch id of the log."),
+}
 
 
 def metadata_log_families(labels: CheckpointLabels) -> Iterator:
-    extra = ("log", "kind")
-    interval = gauge(
-        "metadata_log_compact_interval_batches",
-        "Compact interval of the log: every Nth batch file is a .compact file.",
-        extra,
-    )
-    compact = gauge("metadata_log_compact_file_bytes", "Size of the newest .compact file of the log.", extra)
-    entries = gauge("metadata_log_live_entries", "Entries (files) the newest compaction carries forward.", extra)
-    latest = gauge("metadata_log_latest_batch_id", "Newest batch id of the log.", extra)
-    logs = MetadataLog.objects.order_by().values(
-        "checkpoint_id", "path", "kind", "compact_interval", "latest_compact_bytes", "live_entries", "latest_batch_id"
-    )
-    for log in logs:
-        pk, extra_values = log["checkpoint_id"], (log["path"], log["kind"])
-        add(interval, labels, pk, log["compact_interval"], *extra_values)
-        add(compact, labels, pk, log["latest_compact_bytes"], *extra_values)
-        add(entries, labels, pk, log["live_entries"], *extra_values)
-        add(latest, labels, pk, log["latest_batch_id"], *extra_values)
-    yield from (interval, compact, entries, latest)
+    families = {
+        column: gauge(name, documentation, ("log", "kind"))
+        for column, (name, documentation) in METADATA_LOG_GAUGES.items()
+    }
+    for log in MetadataLog.objects.order_by().values("checkpoint_id", "path", "kind", *METADATA_LOG_GAUGES):
+        for column, family in families.items():
+            add(family, labels, log["checkpoint_id"], log[column], log["path"], log["kind"])
+    yield from families.values()
 
 
 def inventory_families(labels: CheckpointLabels) -> Iterator:
@@ -113,14 +154,19 @@ def inventory_families(labels: CheckpointLabels) -> Iterator:
 def finding_families(labels: CheckpointLabels) -> Iterator:
     """Open integrity findings by severity; every severity of every checkpoint has a sample (0 when none)."""
     findings = gauge("integrity_findings", "Open integrity findings by severity (info, warning, error).", ("severity",))
+    by_key = _open_finding_counts()
+    for pk in labels:
+        for severity in Finding.Severity:
+            add(findings, labels, pk, by_key.get((pk, severity.value), 0), severity.label)
+    yield findings
+
+
+def _open_finding_counts() -> dict[tuple[int, str], int]:
+    """(checkpoint pk, severity) -> how many open findings; pairs with none are absent."""
     counts = (
         Finding.objects.filter(resolved_at__isnull=True)
         .order_by()
         .values("checkpoint_id", "severity")
         .annotate(n=Count("pk"))
     )
-    by_key = {(row["checkpoint_id"], row["severity"]): row["n"] for row in counts}
-    for pk in labels:
-        for severity in Finding.Severity:
-            add(findings, labels, pk, by_key.get((pk, severity.value), 0), severity.label)
-    yield findings
+    return {(row["checkpoint_id"], row["severity"]): row["n"] for row in counts}

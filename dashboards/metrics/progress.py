@@ -34,31 +34,33 @@ def checkpoints_by_report(rows: list[dict]) -> dict[int, list[int]]:
     return checkpoints_of
 
 
+_ABOUT = " of the newest progress report (StreamingQueryProgress)."
+# BatchProgress column -> (family name, documentation); all gauges.
+BATCH_GAUGES = {
+    "batch_id": ("progress_batch_id", "batchId" + _ABOUT),
+    "timestamp": ("progress_timestamp_seconds", "Trigger start (timestamp)" + _ABOUT.rstrip(".") + ", Unix seconds."),
+    "batch_duration_ms": ("progress_batch_duration_seconds", "batchDuration" + _ABOUT),
+    "num_input_rows": ("progress_input_rows", "numInputRows" + _ABOUT),
+    "input_rows_per_second": ("progress_input_rows_per_second", "inputRowsPerSecond" + _ABOUT),
+    "processed_rows_per_second": ("progress_processed_rows_per_second", "processedRowsPerSecond" + _ABOUT),
+}
+# The columns whose sample is not the stored value itself.
+BATCH_CONVERSIONS = {"timestamp": seconds, "batch_duration_ms": duration_ms_to_seconds}
+
+
 def _batch_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabels) -> Iterator:
-    about = " of the newest progress report (StreamingQueryProgress)."
-    batch = gauge("progress_batch_id", "batchId" + about)
-    started = gauge("progress_timestamp_seconds", "Trigger start (timestamp)" + about.rstrip(".") + ", Unix seconds.")
-    duration = gauge("progress_batch_duration_seconds", "batchDuration" + about)
-    input_rows = gauge("progress_input_rows", "numInputRows" + about)
-    input_rate = gauge("progress_input_rows_per_second", "inputRowsPerSecond" + about)
-    processed_rate = gauge("progress_processed_rows_per_second", "processedRowsPerSecond" + about)
-    reports = BatchProgress.objects.filter(pk__in=list(checkpoints_of)).values(
-        "pk",
-        "batch_id",
-        "timestamp",
-        "batch_duration_ms",
-        "num_input_rows",
-        "input_rows_per_second",
-        "processed_rows_per_second",
-    )
+    families = {column: gauge(name, documentation) for column, (name, documentation) in BATCH_GAUGES.items()}
+    reports = BatchProgress.objects.filter(pk__in=list(checkpoints_of)).values("pk", *BATCH_GAUGES)
     for report, pk in ((row, pk) for row in reports for pk in checkpoints_of[row["pk"]]):
-        add(batch, labels, pk, report["batch_id"])
-        add(started, labels, pk, seconds(report["timestamp"]))
-        add(duration, labels, pk, duration_ms_to_seconds(report["batch_duration_ms"]))
-        add(input_rows, labels, pk, report["num_input_rows"])
-        add(input_rate, labels, pk, report["input_rows_per_second"])
-        add(processed_rate, labels, pk, report["processed_rows_per_second"])
-    yield from (batch, started, duration, input_rows, input_rate, processed_rate)
+        for column, family in families.items():
+            add(family, labels, pk, _batch_sample(column, report[column]))
+    yield from families.values()
+
+
+def _batch_sample(column: str, value):
+    """The sample of a BatchProgress column: Unix seconds for the time and the duration, else the value."""
+    convert = BATCH_CONVERSIONS.get(column)
+    return value if convert is None else convert(value)
 
 
 # StateOperatorMetrics column -> (family name, Spark's field); all gauges.
@@ -77,15 +79,28 @@ OPERATOR_COUNTERS = {
 
 
 def _operator_families(checkpoints_of: dict[int, list[int]], labels: CheckpointLabels, per_operator: bool) -> Iterator:
+    families = _operator_family_set(per_operator)
+    for (pk, *extra_values), figures in _operator_totals(checkpoints_of, per_operator).items():
+        for name, family in families.items():
+            add(family, labels, pk, figures.get(name), *extra_values)
+    yield from families.values()
+
+
+def _operator_family_set(per_operator: bool) -> dict:
+    """Column or custom metric -> its empty family, with the operator labels when ``per_operator``."""
     extra = OPERATOR_LABELS if per_operator else ()
     scope = "per operator" if per_operator else "summed over operators"
-    families = {
+    return {
         column: gauge(name, f"{field} in the newest progress report (StateOperatorProgress, {scope}).", extra)
         for column, (name, field) in OPERATOR_GAUGES.items()
     } | {
         metric: counter(name, f"{metric}: {meaning}, in the newest progress report ({scope}).", extra)
         for metric, (name, meaning) in OPERATOR_COUNTERS.items()
     }
+
+
+def _operator_totals(checkpoints_of: dict[int, list[int]], per_operator: bool) -> dict[tuple, dict[str, int]]:
+    """(checkpoint pk, and the operator's labels when ``per_operator``) -> its figures, summed."""
     totals: dict[tuple, dict[str, int]] = {}
     operators = StateOperatorMetrics.objects.filter(progress_id__in=list(checkpoints_of)).order_by(
         "progress_id", "operator_index"
@@ -98,10 +113,7 @@ def _operator_families(checkpoints_of: dict[int, list[int]], labels: CheckpointL
         operator_labels = (str(operator["operator_index"]), operator["operator_name"]) if per_operator else ()
         for pk in checkpoints_of[operator["progress_id"]]:
             _accumulate(totals.setdefault((pk, *operator_labels), {}), figures)
-    for (pk, *extra_values), figures in totals.items():
-        for name, family in families.items():
-            add(family, labels, pk, figures.get(name), *extra_values)
-    yield from families.values()
+    return totals
 
 
 def _accumulate(into: dict[str, int], figures: dict[str, int | None]) -> None:

@@ -22,23 +22,31 @@ from dashboards.models.inspection import (
     StateScanChunk,
 )
 from dashboards.models.maintenance import (
+    ACTION_PERMISSIONS,
     AuditEntry,
     MaintenanceAction,
     MaintenancePolicy,
     MaintenanceRefused,
     MaintenanceRun,
+    backup_dir_of_run,
+    may_run_action,
 )
 from dashboards.models.progress import (
     CACHE_HITS,
     CACHE_MISSES,
     BatchProgress,
+    ChartRollup,
     EventLogDirectory,
     SourceLagMetrics,
     StateOperatorMetrics,
+    TimelineRollup,
     cache_hit_ratio,
 )
 
 __all__ = [
+    "ACTION_PERMISSIONS",
+    "backup_dir_of_run",
+    "may_run_action",
     "AuditEntry",
     "MaintenanceAction",
     "MaintenancePolicy",
@@ -46,6 +54,8 @@ __all__ = [
     "MaintenanceRun",
     "Batch",
     "BatchProgress",
+    "ChartRollup",
+    "TimelineRollup",
     "SourceLagMetrics",
     "Checkpoint",
     "CompactFile",

@@ -43,12 +43,35 @@ SYNC_OVERDUE_INTERVALS = 3
 SYNC_OVERDUE_GRACE_SECONDS = 60
 
 
+class StreamingQueryQuerySet(models.QuerySet):
+    def claim_rollup_build(self, pk: int, *, now: datetime, seconds: int) -> bool:
+        """Claim the build of the query's roll-ups unless they are built or another live worker
+        holds it (a conditional UPDATE: workers on several machines never build one twice)."""
+        free = Q(rollups_claimed_until__isnull=True) | Q(rollups_claimed_until__lt=now)
+        claimed = self.filter(free, pk=pk, rollups_built=False).update(
+            rollups_claimed_until=now + timedelta(seconds=seconds)
+        )
+        return claimed == 1
+
+
 class StreamingQuery(models.Model):
     """A streaming query identity: the id Spark keeps in the checkpoint's `metadata` file."""
 
     query_id = models.UUIDField(unique=True)
     name = models.TextField(blank=True, help_text="From progress events (queryName), when known; any length.")
     first_seen_at = models.DateTimeField(default=timezone.now)
+    # False while the Runtime charts' roll-ups of progress stored before they existed are to be
+    # built (workers.rollup_builds): the charts say so instead of reading every row in a request.
+    rollups_built = models.BooleanField(default=True, editable=False)
+    rollups_through = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="While the Runtime roll-ups are built in chunks: the last batch id they cover so far.",
+    )
+    rollups_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = StreamingQueryQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "streaming queries"
@@ -298,11 +321,14 @@ class CheckpointQuerySet(models.QuerySet):
         crashed worker's lease simply expires. An archived checkpoint is never synced, whoever
         queued the sync (a catch-up of the read API, a sync queued just before archiving).
         """
+        return self.active().take_lease(pk, owner=owner, now=now, seconds=seconds)
+
+    def take_lease(self, pk: int, *, owner: str, now: datetime, seconds: int) -> bool:
+        """The sync lease of any checkpoint of this queryset (an archived one too: a roll-up build
+        takes it so that no sync stores batches meanwhile)."""
         free = Q(sync_lease_until__isnull=True) | Q(sync_lease_until__lt=now)
-        taken = (
-            self.active()
-            .filter(free, pk=pk)
-            .update(sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds))
+        taken = self.filter(free, pk=pk).update(
+            sync_lease_owner=owner, sync_lease_until=now + timedelta(seconds=seconds)
         )
         return taken == 1
 
@@ -388,7 +414,19 @@ class Checkpoint(models.Model):
         null=True,
         blank=True,
         editable=False,
-        help_text="Last full pass: file inventory, integrity checks, metadata logs.",
+        help_text="Last full walk: file inventory, integrity checks, metadata logs, state stores.",
+    )
+    last_probed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Last probe of the compactible logs and state stores between full walks (or the last walk).",
+    )
+    full_walk_requested_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Someone asked for a full walk on the query page; the next sync runs it and clears this.",
     )
     last_inspected_batch_id = models.BigIntegerField(
         null=True,
@@ -463,6 +501,15 @@ class Checkpoint(models.Model):
     # The sync lock: a worker owns the checkpoint until sync_lease_until; a crashed worker's lease expires.
     sync_lease_owner = models.CharField(max_length=200, blank=True, editable=False)
     sync_lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # False while the timeline's roll-ups of batches stored before they existed (or while none
+    # could be kept) are to be built by workers.rollup_builds, under the sync lease.
+    timeline_rollups_built = models.BooleanField(default=True, editable=False)
+    timeline_rollups_through = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="While the timeline's roll-ups are built in chunks: the last batch id they cover so far.",
+    )
 
     objects = CheckpointQuerySet.as_manager()
 

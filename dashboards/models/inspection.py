@@ -15,6 +15,8 @@ from django.utils import timezone
 from dashboards.models.core import Checkpoint
 from dashboards.models.severity import SEVERITY_ERROR, SEVERITY_INFO, SEVERITY_WARNING
 from workers.checkpoint.compactible import next_compaction_batch_id
+from workers.checkpoint.integrity.findings import Finding as IntegrityFinding
+from workers.checkpoint.maintenance.repair import is_repairable
 from workers.checkpoint.statecolumns import column_values, has_positional_names
 from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
 
@@ -142,6 +144,12 @@ class Finding(models.Model):
     def __str__(self) -> str:
         return f"{self.checkpoint}: {self.get_severity_display()} {self.code} {self.path}"
 
+    @property
+    def is_repairable(self) -> bool:
+        """Whether a repair plan addresses this finding (the library's judgement): its row links to that plan."""
+        found = IntegrityFinding(self.get_severity_display(), self.code, self.path, self.message, self.restart_impact)
+        return is_repairable(found)
+
 
 class StatePartitionQuerySet(models.QuerySet):
     def for_panel(self) -> StatePartitionQuerySet:
@@ -162,6 +170,16 @@ class StatePartition(models.Model):
     provider = models.CharField(max_length=10)
     path = models.CharField(max_length=1000)
     latest_version = models.BigIntegerField(null=True, blank=True)
+    earliest_version = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Oldest version with a file on storage (Spark's maintenance deletes older ones).",
+    )
+    maintenance_probed_version = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="latest_version when storage was last looked at for snapshots maintenance writes (walk or probe).",
+    )
     snapshot_version = models.BigIntegerField(
         null=True, blank=True, help_text="Last N.snapshot (HDFS) or N.zip (RocksDB)."
     )
@@ -179,6 +197,14 @@ class StatePartition(models.Model):
         help_text="Versions past the committed one: files of a batch with no commit, which a restart rewrites.",
     )
     note = models.TextField(blank=True, help_text="Why rows are unknown, or what could not be read.")
+    variables = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=(
+            "A store with column families (transformWithState): per state variable, at rows_version, "
+            "{name, kind, internal, rows, values, bytes}."
+        ),
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     objects = StatePartitionQuerySet.as_manager()

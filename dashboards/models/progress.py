@@ -15,7 +15,7 @@ from django.db.models import OuterRef, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from dashboards.models.core import QueryRun, StreamingQuery
+from dashboards.models.core import Checkpoint, QueryRun, StreamingQuery
 
 if TYPE_CHECKING:
     from workers.checkpoint.progress import StateOperatorProgress, StreamingQueryProgress
@@ -289,3 +289,50 @@ class EventLogDirectory(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class RollupBucket(models.Model):
+    """One bucket of 2**tier batch ids of a chart series: its first and last batch id and, per
+    plotted value, its minimum and maximum with the lowest batch id holding each."""
+
+    series = models.CharField(max_length=20)
+    part = models.IntegerField(help_text="The operator or source index; 0 for a query-wide series.")
+    tier = models.PositiveSmallIntegerField()
+    bucket = models.BigIntegerField(help_text="The batch ids from bucket * 2**tier to (bucket + 1) * 2**tier - 1.")
+    first_key = models.BigIntegerField()
+    last_key = models.BigIntegerField()
+    extremes = models.JSONField(help_text="Per plotted value: [min, its batch id, max, its batch id], or null.")
+
+    class Meta:
+        abstract = True
+
+
+class ChartRollup(RollupBucket):
+    """A bucket of one Runtime chart series of a query.
+
+    Kept as progress is stored (dashboards/query_page/rollups.py), so a chart of any history
+    reads a few hundred of these and the rows they name, not every row of the query.
+    """
+
+    query = models.ForeignKey(StreamingQuery, on_delete=models.CASCADE, related_name="chart_rollups")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "series", "tier", "bucket", "part"], name="one_rollup_per_bucket")
+        ]
+
+
+class TimelineRollup(RollupBucket):
+    """A bucket of a checkpoint's batch timeline (its Batch rows, not a query's progress).
+
+    Kept as the sync stores batches and commits (dashboards/query_page/timeline_rollups.py).
+    """
+
+    checkpoint = models.ForeignKey(Checkpoint, on_delete=models.CASCADE, related_name="timeline_rollups")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "series", "tier", "bucket", "part"], name="one_timeline_rollup_per_bucket"
+            )
+        ]

@@ -3,8 +3,10 @@
 House style B8.1: a panel whose figures come from a pass that does not run on every batch says
 "as of batch N, T ago", louder when it is behind the latest batch. The passes are the sync (the
 batch timeline; the state panel, whose figures follow each sync's newly committed batches, on an
-object store at most once per CKPTWEB_STATE_FOLLOW_MIN_SECONDS) and the full pass, run with a sync
-every CKPTWEB_INSPECT_INTERVAL_SECONDS (integrity, compactible logs, files). Any of them can fall
+object store at most once per CKPTWEB_STATE_FOLLOW_MIN_SECONDS), the probe between full walks,
+every CKPTWEB_INSPECT_INTERVAL_SECONDS (compactible logs; snapshots and deletions in state
+stores), and the full walk, every CKPTWEB_FULL_WALK_INTERVAL_SECONDS or when asked for
+(integrity, files). Any of them can fall
 behind the query (a failing sync, a follow held back, stopped workers): a panel that does not say
 so shows a stale figure as current.
 """
@@ -81,8 +83,14 @@ def sync_as_of(checkpoint: Checkpoint, read: Read | None, *, now: datetime, batc
 
 
 def full_pass_as_of(checkpoint: Checkpoint, read: Read | None, *, now: datetime, interval_seconds: int) -> AsOf:
-    """The "as of" of figures the full pass reads (every ``interval_seconds``, with a sync)."""
+    """The "as of" of figures the full walk reads (every ``interval_seconds``, with a sync; sooner when asked)."""
     next_at = next_full_pass_at(checkpoint, now, interval_seconds)
+    return as_of(read, latest_batch_id=checkpoint.latest_batch_id, next_read_at=next_at, now=now)
+
+
+def probe_pass_as_of(checkpoint: Checkpoint, read: Read | None, *, now: datetime, interval_seconds: int) -> AsOf:
+    """The "as of" of figures the probe between full walks follows (every ``interval_seconds``, with a sync)."""
+    next_at = _next_pass_at(checkpoint, now, checkpoint.last_probed_at, interval_seconds)
     return as_of(read, latest_batch_id=checkpoint.latest_batch_id, next_read_at=next_at, now=now)
 
 
@@ -95,12 +103,21 @@ def next_sync_at(checkpoint: Checkpoint, now: datetime) -> datetime | None:
     return checkpoint.last_synced_at + timedelta(seconds=checkpoint.sync_interval_seconds)
 
 
-def next_full_pass_at(checkpoint: Checkpoint, now: datetime, inspect_interval_seconds: int) -> datetime | None:
-    """When the full pass runs next: with the first sync once its interval has passed (workers.inspection)."""
+def next_full_pass_at(checkpoint: Checkpoint, now: datetime, interval_seconds: int) -> datetime | None:
+    """When the full walk runs next: with the next sync when asked for on the page, else with the
+    first sync once its interval has passed (workers.inspection.full_walk_due)."""
+    if checkpoint.full_walk_requested_at is not None:
+        return next_sync_at(checkpoint, now)
+    return _next_pass_at(checkpoint, now, checkpoint.last_inspected_at, interval_seconds)
+
+
+def _next_pass_at(
+    checkpoint: Checkpoint, now: datetime, last: datetime | None, interval_seconds: int
+) -> datetime | None:
     sync_at = next_sync_at(checkpoint, now)
-    if sync_at is None or checkpoint.last_inspected_at is None:
+    if sync_at is None or last is None:
         return sync_at
-    return max(sync_at, checkpoint.last_inspected_at + timedelta(seconds=inspect_interval_seconds))
+    return max(sync_at, last + timedelta(seconds=interval_seconds))
 
 
 def state_read(stores, read_at: datetime | None) -> tuple[Read | None, int | None]:

@@ -1,5 +1,5 @@
-"""The rows the batch timeline plots, downsampled in the database when long, and the machinery the
-Runtime charts' series share (dashboards.query_page.runtime_series).
+"""The rows the batch timeline plots (short ranges here, long ones from roll-ups in
+dashboards.query_page.timeline_rollups), and the machinery the chart series share.
 
 Each series reads the key span first (MIN/MAX batch id, answered from an index) to pick a bucket
 width, then one downsampling statement (dashboards.query_page.downsample): two queries whatever the number of
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Case, F, IntegerField, Max, Min, QuerySet, Value, When, Window
@@ -33,6 +34,7 @@ class BatchRange:
 
     first: int | None = None
     last: int | None = None
+    only: tuple[int, ...] | None = None  # these batch ids alone (the rows a roll-up names)
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> BatchRange:
@@ -43,7 +45,7 @@ class BatchRange:
         return cls(first, last)
 
     def lookups(self, key: str) -> dict[str, int]:
-        bounds = {f"{key}__gte": self.first, f"{key}__lte": self.last}
+        bounds = {f"{key}__gte": self.first, f"{key}__lte": self.last, f"{key}__in": self.only}
         return {lookup: value for lookup, value in bounds.items() if value is not None}
 
     def capped_at(self, ceiling: int | None) -> BatchRange:
@@ -64,28 +66,18 @@ class SampledSeries:
     bucket_width: int  # 1: every row in the range; more: min/max of every bucket_width batches
 
 
-def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
-    """Timed batches of a checkpoint (Spark 2.0-era batches with timestamp 0 cannot be placed)."""
-    batches = checkpoint.batches.filter(**batch_range.lookups("batch_id"))
-    span = key_span(batches, "batch_id")
-    width = bucket_width(span, TIMELINE_SHAPE)
+def windowed_timeline_series(
+    checkpoint: Checkpoint, batches: QuerySet, span: tuple[int | None, int | None], width: int
+) -> SampledSeries:
+    """The timeline of ``batches`` (a range of the checkpoint's) at ``width`` read from the rows
+    themselves; dashboards.query_page.timeline_rollups.timeline_series reads longer ones from roll-ups."""
 
     def read(first: int, last: int) -> list[TimelinePoint]:
         # From the batch before ``first`` too, so that the first row's interval is the real one.
         rows = select_downsampled(
             timeline_rows(batches.filter(batch_id__gte=first - 1, batch_id__lte=last)), TIMELINE_SHAPE, width=width
         )
-        return [
-            TimelinePoint(
-                row["batch_id"],
-                row["timestamp_ms"],
-                row["watermark_ms"],
-                bool(row["committed_flag"]),
-                row["interval_ms"],
-            )
-            for row in rows
-            if row["batch_id"] >= first
-        ]
+        return [timeline_point(row) for row in rows if row["batch_id"] >= first]
 
     # A commit is the only change to a stored batch, and Spark never commits a batch older than
     # its latest commit: the buckets up to that commit are settled.
@@ -102,16 +94,31 @@ def timeline_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledS
     )
 
 
+def timeline_point(row: Mapping[str, Any]) -> TimelinePoint:
+    """The point of one row of :func:`timeline_rows`."""
+    return TimelinePoint(
+        row["batch_id"], row["timestamp_ms"], row["watermark_ms"], bool(row["committed_flag"]), row["interval_ms"]
+    )
+
+
 def timeline_rows(batches: QuerySet) -> QuerySet:
     """The TIMELINE_SHAPE columns of the timed ``batches``, with the interval since the previous one."""
     return (
         batches.filter(timestamp_ms__gt=0)
         .annotate(
             interval_ms=F("timestamp_ms") - Window(Lag("timestamp_ms"), order_by=F("batch_id").asc()),
-            committed_flag=Case(When(is_committed=True, then=Value(1)), default=Value(0), output_field=IntegerField()),
+            committed_flag=committed_flag(),
         )
-        .values("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
+        .values(*TIMELINE_COLUMNS)
     )
+
+
+TIMELINE_COLUMNS = ("batch_id", "timestamp_ms", "watermark_ms", "interval_ms", "committed_flag")
+
+
+def committed_flag() -> Case:
+    """1 for a committed batch, else 0: a number, for the downsampling's MIN and MAX."""
+    return Case(When(is_committed=True, then=Value(1)), default=Value(0), output_field=IntegerField())
 
 
 def key_span(keyed: QuerySet, key: str) -> tuple[int | None, int | None]:

@@ -201,27 +201,10 @@ def compact_size_figure(
 ) -> go.Figure:
     """Size of each compact file against its batch id, the fitted trend and the threshold."""
     if not sizes:
-        first = compact_interval - 1
-        return go.Figure(
-            sentence_figure(
-                f"No compact file yet: Spark writes the first, {first}.compact, at batch {first} of this log "
-                f"(compactInterval {compact_interval}), then one every {compact_interval} batches.",
-                height_px=COMPACT_SIZE_HEIGHT_PX,
-            )
-        )
+        return _no_compact_file_yet(compact_interval)
     unit = SizeUnit.for_largest(max(s for _, s in sizes))
     figure = go.Figure()
-    figure.add_trace(
-        go.Scatter(
-            x=[b for b, _ in sizes],
-            y=[s / unit.bytes for _, s in sizes],
-            text=[format_size(s) for _, s in sizes],
-            mode="lines+markers",
-            name="compact file size",
-            line={"color": "#2b7bb9"},
-            hovertemplate="batch %{x}: %{text}<extra></extra>",
-        )
-    )
+    figure.add_trace(_compact_size_trace(sizes, unit))
     if outlook is not None:
         _add_projection(figure, sizes, outlook, unit)
     figure.update_layout(
@@ -235,6 +218,30 @@ def compact_size_figure(
 
 
 COMPACT_SIZE_HEIGHT_PX = 320
+
+
+def _no_compact_file_yet(compact_interval: int) -> go.Figure:
+    first = compact_interval - 1
+    return go.Figure(
+        sentence_figure(
+            f"No compact file yet: Spark writes the first, {first}.compact, at batch {first} of this log "
+            f"(compactInterval {compact_interval}), then one every {compact_interval} batches.",
+            height_px=COMPACT_SIZE_HEIGHT_PX,
+        )
+    )
+
+
+def _compact_size_trace(sizes: Sequence[tuple[int, int]], unit: SizeUnit) -> go.Scatter:
+    """The size of each compact file (batch id, bytes), in ``unit``."""
+    return go.Scatter(
+        x=[b for b, _ in sizes],
+        y=[s / unit.bytes for _, s in sizes],
+        text=[format_size(s) for _, s in sizes],
+        mode="lines+markers",
+        name="compact file size",
+        line={"color": "#2b7bb9"},
+        hovertemplate="batch %{x}: %{text}<extra></extra>",
+    )
 
 
 def _add_projection(
@@ -285,22 +292,37 @@ INVENTORY_EMPTY = "No inventory yet: the next full pass counts the files and byt
 def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
     """Bytes and files of each directory at each inventory pass: one line per directory, one colour
     (and dash) per directory in both panels, so the legend names every line."""
-    by_path: dict[str, list[InventoryPoint]] = {}
-    for point in points:
-        by_path.setdefault(point.path or "(root)", []).append(point)
+    by_path = _inventory_by_path(points)
     if not by_path:
         return go.Figure(sentence_figure(INVENTORY_EMPTY, height_px=INVENTORY_HEIGHT_PX))
     unit = SizeUnit.for_largest(max(p.size_bytes for series in by_path.values() for p in series))
-    figure = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(f"Size ({unit.name})", "Files")
-    )
-    for index, (path, series) in enumerate(sorted(by_path.items())):
-        for row, trace in enumerate(_inventory_traces(path, series, unit, series_line(index)), start=1):
-            figure.add_trace(trace, row=row, col=1)
+    figure = _inventory_panels(unit)
+    _add_inventory_lines(figure, by_path, unit)
     figure.update_yaxes(rangemode="tozero", row=1, col=1)
     figure.update_yaxes(count_axis(p.files for series in by_path.values() for p in series), row=2, col=1)
     figure.update_layout(height=INVENTORY_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40})
     return figure
+
+
+def _inventory_by_path(points: Iterable[InventoryPoint]) -> dict[str, list[InventoryPoint]]:
+    by_path: dict[str, list[InventoryPoint]] = {}
+    for point in points:
+        by_path.setdefault(point.path or "(root)", []).append(point)
+    return by_path
+
+
+def _inventory_panels(unit: SizeUnit) -> go.Figure:
+    """Two panels on one time axis: the size in ``unit`` above, the files below."""
+    return make_subplots(
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(f"Size ({unit.name})", "Files")
+    )
+
+
+def _add_inventory_lines(figure: go.Figure, by_path: dict[str, list[InventoryPoint]], unit: SizeUnit) -> None:
+    """Each directory's size line in the first panel and its files line in the second, in its own look."""
+    for index, (path, series) in enumerate(sorted(by_path.items())):
+        for row, trace in enumerate(_inventory_traces(path, series, unit, series_line(index)), start=1):
+            figure.add_trace(trace, row=row, col=1)
 
 
 def _inventory_traces(

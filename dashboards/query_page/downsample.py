@@ -118,6 +118,24 @@ def downsample_statement(queryset: QuerySet, shape: SeriesShape, *, width: int) 
 def _downsample_sql(base_sql: str, shape: SeriesShape, width: int) -> str:
     """Wrap ``base_sql``: base (rows + partition + bucket), buckets (extremes), picks (lowest key
     holding each extreme), ends (first and last key of each partition), then the chosen rows."""
+    q = connection.ops.quote_name
+    sides = [(i, side) for i in range(len(shape.values)) for side in ("lo", "hi")]
+    chosen = " UNION ".join(
+        [f"SELECT ds_part, k_{side}_{i} AS k FROM picks" for i, side in sides]
+        + ["SELECT ds_part, k_first FROM ends", "SELECT ds_part, k_last FROM ends"]
+    )
+    return (
+        _bucket_ctes(base_sql, shape, width)
+        + ", ends AS (SELECT ds_part, MIN(k_first) AS k_first, MAX(k_last) AS k_last FROM buckets GROUP BY ds_part), "
+        f"chosen AS ({chosen}) "
+        # No ORDER BY (the caller sorts the few rows): with one, PostgreSQL, overestimating the
+        # chosen keys, sorts every row of base for a merge join instead of hashing the chosen keys.
+        f"SELECT base.* FROM base JOIN chosen ON base.ds_part = chosen.ds_part AND base.{q(shape.key)} = chosen.k"
+    )
+
+
+def _bucket_ctes(base_sql: str, shape: SeriesShape, width: int, *, from_key: int | None = None) -> str:
+    """base (rows + partition + bucket, from ``from_key`` on), buckets (extremes), picks (lowest key holding each)."""
     if not isinstance(width, int) or width < 1:
         raise ValueError(f"bucket width must be a positive int, not {width!r}")
     q = connection.ops.quote_name
@@ -134,18 +152,31 @@ def _downsample_sql(base_sql: str, shape: SeriesShape, width: int) -> str:
         f"MIN(CASE WHEN base.{q(shape.values[i])} = b.{side}_{i} THEN base.{key} END) AS k_{side}_{i}"
         for i, side in sides
     )
-    chosen = " UNION ".join(
-        [f"SELECT ds_part, k_{side}_{i} AS k FROM picks" for i, side in sides]
-        + ["SELECT ds_part, k_first FROM ends", "SELECT ds_part, k_last FROM ends"]
-    )
+    # Outside the base query, so that a window in it (an interval) still sees the row before.
+    since = "" if from_key is None else f" WHERE src.{key} >= {int(from_key)}"
     return (
-        f"WITH base AS (SELECT src.*, {part} AS ds_part, src.{key} / {width} AS ds_bucket FROM ({base_sql}) src), "
+        f"WITH base AS (SELECT src.*, {part} AS ds_part, src.{key} / {width} AS ds_bucket "
+        f"FROM ({base_sql}) src{since}), "
         f"buckets AS (SELECT ds_part, ds_bucket, {extremes} FROM base GROUP BY ds_part, ds_bucket), "
-        f"picks AS (SELECT base.ds_part, {holders} FROM base JOIN buckets b "
-        f"ON base.ds_part = b.ds_part AND base.ds_bucket = b.ds_bucket GROUP BY base.ds_part, base.ds_bucket), "
-        f"ends AS (SELECT ds_part, MIN(k_first) AS k_first, MAX(k_last) AS k_last FROM buckets GROUP BY ds_part), "
-        f"chosen AS ({chosen}) "
-        # No ORDER BY (the caller sorts the few rows): with one, PostgreSQL, overestimating the
-        # chosen keys, sorts every row of base for a merge join instead of hashing the chosen keys.
-        f"SELECT base.* FROM base JOIN chosen ON base.ds_part = chosen.ds_part AND base.{key} = chosen.k"
+        f"picks AS (SELECT base.ds_part, base.ds_bucket, {holders} FROM base JOIN buckets b "
+        f"ON base.ds_part = b.ds_part AND base.ds_bucket = b.ds_bucket GROUP BY base.ds_part, base.ds_bucket)"
     )
+
+
+def select_bucket_summaries(
+    queryset: QuerySet, shape: SeriesShape, *, width: int, from_key: int | None = None
+) -> list[dict]:
+    """Per partition and bucket of ``width`` keys of a ``.values(...)`` queryset's rows (those from
+    ``from_key`` on): ds_part, ds_bucket, k_first, k_last, and per value i its extremes lo_i, hi_i
+    and the lowest keys holding them, k_lo_i, k_hi_i (None when no row has the value)."""
+    base_sql, params = queryset.order_by().query.sql_with_params()
+    sql = (
+        _bucket_ctes(base_sql, shape, width, from_key=from_key)
+        + " SELECT buckets.*, "
+        + ", ".join(f"picks.k_{side}_{i}" for i in range(len(shape.values)) for side in ("lo", "hi"))
+        + " FROM buckets JOIN picks ON buckets.ds_part = picks.ds_part AND buckets.ds_bucket = picks.ds_bucket"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = [column[0] for column in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

@@ -87,13 +87,18 @@ def runs_section(checkpoint: Checkpoint, chosen_range: BatchRange | None = None)
         runs = runs.filter(Exists(progress.filter(run=OuterRef("pk"))))
     newest = runs.order_by("-last_batch_id", "-pk")[:RUNS_SHOWN]
     summaries = [_summary(progress.filter(run=run), run.run_id, run.started_at) for run in newest]
-    chosen = None
-    if chosen_range is not None and chosen_range.as_query():
-        in_range = BatchProgress.objects.filter(
-            query_id=checkpoint.query_id, **chosen_range.capped_at(checkpoint.progress_ceiling).lookups("batch_id")
-        )
-        chosen = _summary(in_range, None, None)
+    chosen = _range_summary(checkpoint, chosen_range)
     return RunsSection([summary for summary in summaries if summary is not None], runs.count(), chosen)
+
+
+def _range_summary(checkpoint: Checkpoint, chosen_range: BatchRange | None) -> RunSummary | None:
+    """The figures over the batches of ``chosen_range``; None when it bounds nothing."""
+    if chosen_range is None or not chosen_range.as_query():
+        return None
+    in_range = BatchProgress.objects.filter(
+        query_id=checkpoint.query_id, **chosen_range.capped_at(checkpoint.progress_ceiling).lookups("batch_id")
+    )
+    return _summary(in_range, None, None)
 
 
 def _summary(progress, run_id: UUID | None, started_at: datetime | None) -> RunSummary | None:
@@ -102,16 +107,8 @@ def _summary(progress, run_id: UUID | None, started_at: datetime | None) -> RunS
     if extent["first"] is None:
         return None
     window_first = max(extent["first"], extent["last"] - WINDOW_BATCHES + 1)
-    rows = list(
-        progress.filter(batch_id__gte=window_first)
-        .order_by("batch_id")
-        .values_list("timestamp", "batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
-    )
-    started = (
-        rows[0][0]
-        if window_first == extent["first"]
-        else progress.filter(batch_id=extent["first"]).values_list("timestamp", flat=True).first()
-    )
+    rows = _window_rows(progress, window_first)
+    started = rows[0][0] if window_first == extent["first"] else _batch_start(progress, extent["first"])
     _, durations, input_rates, process_rates = zip(*rows, strict=True)
     return RunSummary(
         run_id=run_id,
@@ -125,6 +122,19 @@ def _summary(progress, run_id: UUID | None, started_at: datetime | None) -> RunS
         input_rate=Spread.of(input_rates),
         process_rate=Spread.of(process_rates),
     )
+
+
+def _window_rows(progress, window_first: int) -> list[tuple]:
+    """(start, duration, input rate, process rate) of each batch from ``window_first`` on, in order."""
+    return list(
+        progress.filter(batch_id__gte=window_first)
+        .order_by("batch_id")
+        .values_list("timestamp", "batch_duration_ms", "input_rows_per_second", "processed_rows_per_second")
+    )
+
+
+def _batch_start(progress, batch_id: int) -> datetime | None:
+    return progress.filter(batch_id=batch_id).values_list("timestamp", flat=True).first()
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,18 +164,7 @@ def runtime_figures(
     1 says the points are the lowest and highest values of every that many batches (the state
     charts' and the lag chart's series are downsampled apart).
     """
-    unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
-    figures = {
-        "rates": _rates_figure(progress),
-        "input-rows": _counted(
-            _lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d")
-        ),
-        "batch-duration": _lines_figure(
-            progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"
-        ),
-        "phases": _phases_figure(progress, unit),
-        "watermark-gap": _watermark_gap_figure(progress),
-    }
+    figures = _progress_figures(progress)
     state = _state_figures(operators) if operators else {}
     decorations = mark_decorations(marks, _time_span(progress, operators, marks))
     for figure in figures.values():
@@ -185,6 +174,28 @@ def runtime_figures(
     for figure in state.values():  # the legend names the operators
         _finish(figure, decorations, state_bucket_width, batch_link, has_legend=True)
     return {**figures, **state}
+
+
+def _progress_figures(progress: Sequence[ProgressPoint]) -> dict[str, Figure]:
+    """The charts of the batches' progress (not of state, not of lag), keyed by part."""
+    unit = DurationUnit.for_longest(_longest(p.batch_duration_ms for p in progress), BATCH_DURATION_UNITS)
+    return {
+        "rates": _rates_figure(progress),
+        "input-rows": _input_rows_figure(progress),
+        "batch-duration": _batch_duration_figure(progress, unit),
+        "phases": _phases_figure(progress, unit),
+        "watermark-gap": _watermark_gap_figure(progress),
+    }
+
+
+def _input_rows_figure(progress: Sequence[ProgressPoint]) -> Figure:
+    return _counted(_lines_figure(progress, [("input rows", "#2b7bb9", lambda p: p.num_input_rows)], "rows", ",d"))
+
+
+def _batch_duration_figure(progress: Sequence[ProgressPoint], unit: DurationUnit) -> Figure:
+    return _lines_figure(
+        progress, [("batch duration", "#5b8c3a", _scaled(lambda p: p.batch_duration_ms, unit))], unit.name, ",.3~f"
+    )
 
 
 def _time_span(
@@ -441,20 +452,34 @@ def _finish(
     """Size, look, axes, marks and the notes every Runtime chart shares."""
     layout = figure["layout"]
     is_sentence = "sentence" in layout.get("meta", {})
-    layout.update(
+    layout.update(_shared_layout(layout, show_legend=has_legend and not is_sentence, batch_link=batch_link))
+    if is_sentence:
+        return
+    _set_time_axes(layout)
+    if decorations.traces:
+        add_lane(figure, decorations)
+    if bucket_width > 1:
+        layout.setdefault("annotations", []).append(_bucket_note(bucket_width))
+
+
+def _shared_layout(layout: dict, *, show_legend: bool, batch_link: str) -> dict:
+    """Size, margins, hover, fonts, legend and colours of every Runtime chart, and the batch link."""
+    return dict(
         height=CHART_HEIGHT_PX,
         margin={"l": 64, "r": 16, "t": 24, "b": 36},
         hovermode="x unified",
         uirevision="runtime",
-        showlegend=has_legend and not is_sentence,
+        showlegend=show_legend,
         font={"size": 11, "color": "#2a3f5f"},
         hoverlabel={"align": "left"},
         legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}},
         colorway=list(_PLOTLY_COLOURS),
         meta={**layout.get("meta", {}), "link": batch_link},
     )
-    if is_sentence:
-        return
+
+
+def _set_time_axes(layout: dict) -> None:
+    """The plot's background, the batch start axis, and the value axis from zero in the shared look."""
     layout.update(plot_bgcolor="#E5ECF6")
     layout["xaxis"] = {
         "type": "date",
@@ -463,19 +488,18 @@ def _finish(
         **_AXIS_LOOK,
     }
     layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
-    if decorations.traces:
-        add_lane(figure, decorations)
-    if bucket_width > 1:
-        layout.setdefault("annotations", []).append(
-            {
-                "text": f"lowest and highest of every {bucket_width:,} batches",
-                "showarrow": False,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 1,
-                "y": 1,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "font": {"size": 10, "color": "#777"},
-            }
-        )
+
+
+def _bucket_note(bucket_width: int) -> dict:
+    """The note above a downsampled chart: each point is the range of ``bucket_width`` batches."""
+    return {
+        "text": f"lowest and highest of every {bucket_width:,} batches",
+        "showarrow": False,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 1,
+        "y": 1,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "font": {"size": 10, "color": "#777"},
+    }

@@ -104,6 +104,23 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     Runs follow one another: a run that starts in the window ends at or after its first batch and
     follows a run that ended before the window's last batch.
     """
+    chain = _run_chain(checkpoint, window)
+    starts = []
+    for previous, run in zip(chain, chain[1:], strict=False):
+        first = _first_batch_of(checkpoint, run["pk"], from_batch=previous["last_batch_id"])
+        if first is not None and window.has_batch(first["batch_id"]):
+            starts.append(
+                RunStart(str(run["run_id"]), first["batch_id"], _ms(first["timestamp"]), run["last_batch_id"])
+            )
+    return starts
+
+
+def _run_chain(checkpoint: Checkpoint, window: Window) -> list[dict]:
+    """The runs that may start in the window, oldest first, preceded by the last run that ended before it.
+
+    At most MAX_MARKS_PER_KIND + 1 runs (the run before only when there is room), none ending
+    after the first run that ends at or after the window's last batch.
+    """
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)
     fields = ("pk", "run_id", "last_batch_id")
     ending_after = (
@@ -119,14 +136,7 @@ def run_starts(checkpoint: Checkpoint, window: Window) -> list[RunStart]:
     before = runs.filter(last_batch_id__lt=window.first_batch).order_by("-last_batch_id", "-pk").values(*fields).first()
     if before is not None and len(chain) <= MAX_MARKS_PER_KIND:
         chain.insert(0, before)
-    starts = []
-    for previous, run in zip(chain, chain[1:], strict=False):
-        first = _first_batch_of(checkpoint, run["pk"], from_batch=previous["last_batch_id"])
-        if first is not None and window.has_batch(first["batch_id"]):
-            starts.append(
-                RunStart(str(run["run_id"]), first["batch_id"], _ms(first["timestamp"]), run["last_batch_id"])
-            )
-    return starts
+    return chain
 
 
 def _first_batch_of(checkpoint: Checkpoint, run_pk: int, *, from_batch: int) -> dict | None:

@@ -24,6 +24,7 @@ from dashboards.query_page.runtime_charts import (
 )
 from dashboards.query_page.runtime_marks import Window, marks_version, runtime_marks
 from dashboards.query_page.runtime_series import lag_series, operator_series, progress_series, runtime_version
+from dashboards.query_page.summary_builds import SummaryBuild, runtime_batches_to_summarise
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ class RuntimeSection:
     latest_origin: str
     batches_without_progress: int  # batches the checkpoint has past the newest progress
     charts: tuple[RuntimeChart, ...]
+    building: SummaryBuild | None = None  # the build of its roll-ups under way; None: built
 
     @property
     def has_progress(self) -> bool:
@@ -47,11 +49,17 @@ def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
     latest = owned.order_by("-batch_id").first() if checkpoint.query_id is not None else None
     if latest is None:
         return RuntimeSection(None, None, "", 0, ())
+    charts = _charts_of(checkpoint)
+    behind = max(0, (checkpoint.latest_batch_id or 0) - latest.batch_id)
+    building = runtime_batches_to_summarise(checkpoint)
+    return RuntimeSection(latest.batch_id, latest.timestamp, latest.get_origin_display(), behind, charts, building)
+
+
+def _charts_of(checkpoint: Checkpoint) -> tuple:
+    """The Runtime charts of the query: those of state only when it is stateful."""
     # Whether the query is stateful: the same for every copy of it, so the query's whole progress tells.
     has_state = StateOperatorMetrics.objects.filter(progress__query_id=checkpoint.query_id).exists()
-    charts = tuple(chart for chart in RUNTIME_CHARTS if has_state or not chart.is_stateful)
-    behind = max(0, (checkpoint.latest_batch_id or 0) - latest.batch_id)
-    return RuntimeSection(latest.batch_id, latest.timestamp, latest.get_origin_display(), behind, charts)
+    return tuple(chart for chart in RUNTIME_CHARTS if has_state or not chart.is_stateful)
 
 
 def runtime_charts_json(checkpoint: Checkpoint, batch_range: BatchRange) -> str:

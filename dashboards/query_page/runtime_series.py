@@ -12,9 +12,10 @@ raw downsampling cursor returns plain numbers on SQLite and PostgreSQL alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from django.db import transaction
 from django.db.models import BigIntegerField, Case, F, FloatField, Func, QuerySet, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, NullIf
@@ -26,10 +27,12 @@ from dashboards.models import (
     Checkpoint,
     SourceLagMetrics,
     StateOperatorMetrics,
+    StreamingQuery,
 )
-from dashboards.query_page.chart_series import BatchRange, SampledSeries, bucket_width, key_span, read_settled_then_tail
+from dashboards.query_page.chart_series import BatchRange, SampledSeries, bucket_width, key_span
 from dashboards.query_page.downsample import SeriesShape, select_downsampled
 from dashboards.query_page.fragments import checkpoint_identity
+from dashboards.query_page.rollups import LOWEST_TIER, RolledSeries, read_rolled, rebuild, refresh, within_build
 from dashboards.query_page.runtime_charts import LagPoint, OperatorPoint, ProgressPoint
 
 PROGRESS_SHAPE = SeriesShape(
@@ -73,6 +76,37 @@ class EpochMillis(Func):
         return self.as_sql(compiler, connection, template=template, **extra_context)
 
 
+def rolled_series() -> tuple[RolledSeries, ...]:
+    """The Runtime chart series kept in roll-ups."""
+    return (
+        RolledSeries("runtime-progress", PROGRESS_SHAPE, progress_rows),
+        RolledSeries("runtime-operators", OPERATOR_SHAPE, operator_rows),
+        RolledSeries("runtime-lags", LAG_SHAPE, lag_rows),
+    )
+
+
+def refresh_runtime_rollups(query_pk: int, batch_ids: Iterable[int]) -> None:
+    """Bring the Runtime charts' roll-ups up to date with the progress just stored for ``batch_ids``
+    (in the caller's transaction); while they are still to be built, only those the build has passed
+    (workers.rollup_builds builds them in chunks; the next chunks read the others).
+
+    The query's row stays locked until the caller commits, and a chunk of the build locks it before
+    it reads rows: a chunk either waits and finds these rows committed, or has committed its
+    progress before and this call refreshes what it passed."""
+    with transaction.atomic():  # the caller's, where it stored the rows (a savepoint in it)
+        state = StreamingQuery.objects.select_for_update().filter(pk=query_pk)
+        built, through = state.values_list("rollups_built", "rollups_through").first() or (False, None)
+        batch_ids = within_build(batch_ids, built=built, through=through)
+        for series in rolled_series():
+            refresh(series, query_pk, batch_ids)
+
+
+def rebuild_runtime_rollups(query_pk: int) -> None:
+    """Build the Runtime charts' roll-ups of a query again from all its progress (after rows were removed)."""
+    for series in rolled_series():
+        rebuild(series, query_pk)
+
+
 def progress_series(checkpoint: Checkpoint, batch_range: BatchRange) -> SampledSeries:
     """The query-wide figures of every reported batch of the checkpoint's query in the range."""
     return _sampled(checkpoint, batch_range, "runtime-progress", PROGRESS_SHAPE, progress_rows, _progress_point)
@@ -98,22 +132,19 @@ def _sampled(
     rows: Callable[[int | None, BatchRange], QuerySet],
     point: Callable[[dict], object],
 ) -> SampledSeries:
-    """Downsample ``rows`` of the checkpoint's query in ``shape``, the settled buckets cached under ``kind``."""
+    """Downsample ``rows`` of the checkpoint's query in ``shape``: from the roll-ups at a width
+    they keep, else (a range of at most ~3,000 batches) from the rows themselves."""
     batch_range = batch_range.capped_at(checkpoint.progress_ceiling)
     progress = BatchProgress.objects.filter(query_id=checkpoint.query_id, **batch_range.lookups("batch_id"))
     span = key_span(progress, "batch_id")
     width = bucket_width(span, shape, max_points=RUNTIME_MAX_POINTS)
-
-    def read(first: int, last: int) -> list:
-        return [
-            point(row)
-            for row in select_downsampled(rows(checkpoint.query_id, BatchRange(first, last)), shape, width=width)
-        ]
-
-    # Progress arrives with new batch ids: only the last bucket can still gain rows.
-    return read_settled_then_tail(
-        (kind, *checkpoint_identity(checkpoint), checkpoint.query_id), span, width, span[1], read
-    )
+    if span[0] is None:
+        return SampledSeries([], width)
+    if width >= 1 << LOWEST_TIER:
+        series = RolledSeries(kind, shape, rows)
+        return SampledSeries([point(row) for row in read_rolled(series, checkpoint.query_id, *span, width)], width)
+    downsampled = select_downsampled(rows(checkpoint.query_id, BatchRange(*span)), shape, width=width)
+    return SampledSeries([point(row) for row in downsampled], width)
 
 
 def progress_rows(query_id: int | None, batch_range: BatchRange) -> QuerySet:

@@ -27,26 +27,11 @@ class RegistryRefused(Exception):
 def save_registration(form: CheckpointForm, *, actor=None, actor_name: str = "") -> Checkpoint:
     """Save a valid form and audit it: "registered" for a new checkpoint, "edited" with what changed."""
     is_new = form.instance.pk is None
-    before_after = {
-        field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])]
-        for field in form.changed_data
-    }
-    # A field Django counts as changed may hold the same value (a blank interval cleaned to its default).
-    changes = {
-        field: values for field, values in before_after.items() if field in AUDITED_FIELDS and values[0] != values[1]
-    }
+    changes = _audited_changes(form)
     with transaction.atomic():
         checkpoint = form.save()
         if is_new:
-            detail = "; ".join([checkpoint.url, *form.warnings])
-            AuditEntry.record(
-                AuditEntry.Event.REGISTERED,
-                actor=actor,
-                actor_name=actor_name,
-                checkpoint=checkpoint,
-                detail=detail,
-                data={field: _json_value(form.cleaned_data[field]) for field in AUDITED_FIELDS},
-            )
+            _audit_registered(form, checkpoint, actor=actor, actor_name=actor_name)
         elif changes:
             AuditEntry.record(
                 AuditEntry.Event.EDITED,
@@ -57,6 +42,30 @@ def save_registration(form: CheckpointForm, *, actor=None, actor_name: str = "")
                 data=changes,
             )
     return checkpoint
+
+
+def _audited_changes(form: CheckpointForm) -> dict[str, list]:
+    """The audited fields the form changes: field -> [old, new], as JSON values."""
+    before_after = {
+        field: [_json_value(form.initial.get(field)), _json_value(form.cleaned_data[field])]
+        for field in form.changed_data
+    }
+    # A field Django counts as changed may hold the same value (a blank interval cleaned to its default).
+    return {
+        field: values for field, values in before_after.items() if field in AUDITED_FIELDS and values[0] != values[1]
+    }
+
+
+def _audit_registered(form: CheckpointForm, checkpoint: Checkpoint, *, actor, actor_name: str) -> None:
+    """The "registered" entry: the URL and the form's warnings, and every audited field's value."""
+    AuditEntry.record(
+        AuditEntry.Event.REGISTERED,
+        actor=actor,
+        actor_name=actor_name,
+        checkpoint=checkpoint,
+        detail="; ".join([checkpoint.url, *form.warnings]),
+        data={field: _json_value(form.cleaned_data[field]) for field in AUDITED_FIELDS},
+    )
 
 
 def audit_refusal(form: CheckpointForm, *, actor=None, actor_name: str = "") -> None:

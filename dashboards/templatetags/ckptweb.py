@@ -7,9 +7,8 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from django import template
+from django.template.loader import render_to_string
 from django.utils import timezone
-from django.utils.html import format_html
-from django.utils.safestring import mark_safe
 
 from dashboards.query_page.offset_text import describe_offset
 from dashboards.query_page.timespans import format_span
@@ -70,44 +69,43 @@ def sparkline(trend) -> str:
     accessible label), so the line shows the shape, and the words give the values. The time axis
     is the whole hour for every row, so rows compare, drawn as a faint line under the trend; a dot
     marks the newest minute, so a query that started a minute ago (one point, no line) still
-    shows, at the right end of that hour.
+    shows, at the right end of that hour. The markup is the template ``partials/sparkline.html``.
     """
-    if trend is None or not trend.points:
-        return mark_safe('<span class="spark-empty" title="no progress in the last hour">—</span>')
+    figure = None if trend is None or not trend.points else sparkline_figure(trend)
+    return render_to_string("dashboards/partials/sparkline.html", {"figure": figure})
+
+
+def sparkline_figure(trend) -> dict:
+    """The sparkline's geometry and words: SVG size, axis, polyline points, newest point, scale."""
+    low, high = trend.low, trend.high
+    points = _sparkline_points(trend)
+    low_text, high_text = format_span(low / 1000), format_span(high / 1000)
+    return {
+        "width": SPARK_WIDTH,
+        "height": SPARK_HEIGHT,
+        "axis_left": SPARK_PAD,
+        "axis_right": SPARK_WIDTH - SPARK_PAD,
+        "axis_y": SPARK_HEIGHT - 1,
+        "coordinates": " ".join(f"{x:.1f},{y:.1f}" for x, y in points),
+        "newest_x": f"{points[-1][0]:.1f}",
+        "newest_y": f"{points[-1][1]:.1f}",
+        "label": f"batch duration per minute, last hour: {low_text} to {high_text}",
+        "low": low_text,
+        "high": high_text,
+    }
+
+
+def _sparkline_points(trend) -> list[tuple[float, float]]:
+    """Each (minute, value) of the trend as SVG coordinates inside the padded box, low to high upwards."""
     low, high = trend.low, trend.high
     spread = (high - low) or 1.0
-    points = [
+    return [
         (
             SPARK_PAD + minute * (SPARK_WIDTH - 2 * SPARK_PAD) / trend.minutes,
             SPARK_HEIGHT - SPARK_PAD - (value - low) / spread * (SPARK_HEIGHT - 2 * SPARK_PAD),
         )
         for minute, value in trend.points
     ]
-    coordinates = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-    newest_x, newest_y = (f"{figure:.1f}" for figure in points[-1])
-    label = f"batch duration per minute, last hour: {format_span(low / 1000)} to {format_span(high / 1000)}"
-    return format_html(
-        '<svg class="spark" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>'
-        '<line class="spark-axis" x1="{}" y1="{}" x2="{}" y2="{}"/>'
-        '<polyline points="{}" fill="none" stroke="currentColor" stroke-width="1.5"/>'
-        '<circle cx="{}" cy="{}" r="2" fill="currentColor"/></svg>'
-        '<div class="small spark-scale">{} – {}</div>',
-        SPARK_WIDTH,
-        SPARK_HEIGHT,
-        SPARK_WIDTH,
-        SPARK_HEIGHT,
-        label,
-        label,
-        SPARK_PAD,
-        SPARK_HEIGHT - 1,
-        SPARK_WIDTH - SPARK_PAD,
-        SPARK_HEIGHT - 1,
-        coordinates,
-        newest_x,
-        newest_y,
-        format_span(low / 1000),
-        format_span(high / 1000),
-    )
 
 
 @register.filter
@@ -133,7 +131,8 @@ def sort_header(list_request, key: str, label: str) -> str:
     order = ("descending" if list_request.descending else "ascending") if current else "none"
     arrow = ("▼" if list_request.descending else "▲") if current else ""
     href = "?" + urlencode(list_request.sorted_by(key))
-    return format_html('<th aria-sort="{}"><a href="{}" data-sort="{}">{}</a> {}</th>', order, href, key, label, arrow)
+    context = {"order": order, "href": href, "key": key, "label": label, "arrow": arrow}
+    return render_to_string("dashboards/partials/sort_header.html", context)
 
 
 @register.filter

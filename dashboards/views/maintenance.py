@@ -2,13 +2,18 @@
 
 Viewing needs a login; asking for a plan needs ``plan_maintenance``; confirming and running need
 ``run_maintenance``; approving needs ``approve_maintenance`` (the "on-call" group has all three).
-The views change rows and enqueue tasks; the workers touch storage.
+The risky actions (rewind, skip, repair, undo) need their own permission as well to be confirmed
+or approved (``may_run_action``), and keep a backup of every file they change, so that a
+succeeded run can be undone from its page. The views change rows and enqueue tasks; the workers
+touch storage.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,7 +22,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from dashboards.maintenance_page.forms import ACTION_FORMS, MaintenanceConfirmForm, MaintenanceRequest
-from dashboards.models import AuditEntry, Checkpoint, MaintenanceRefused, MaintenanceRun
+from dashboards.models import (
+    AuditEntry,
+    Checkpoint,
+    MaintenanceAction,
+    MaintenanceRefused,
+    MaintenanceRun,
+    backup_dir_of_run,
+    may_run_action,
+)
 from dashboards.queueing import enqueue_on_commit
 from dashboards.task_names import PLAN_MAINTENANCE, RUN_MAINTENANCE
 
@@ -48,8 +61,12 @@ def _request_form(checkpoint: Checkpoint, data=None) -> MaintenanceRequest:
 
 @login_required
 def maintenance_overview(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    """The request form; ``?action=repair&damage=CODE`` (a finding's link) starts it with that action chosen."""
     checkpoint = get_object_or_404(Checkpoint, pk=checkpoint_id)
-    return render(request, "dashboards/maintenance.html", _overview_context(checkpoint, _request_form(checkpoint)))
+    chosen = request.GET if request.GET.get("action") in ACTION_FORMS else None
+    return render(
+        request, "dashboards/maintenance.html", _overview_context(checkpoint, _request_form(checkpoint, chosen))
+    )
 
 
 @login_required
@@ -71,16 +88,43 @@ def maintenance_request(request: HttpRequest, checkpoint_id: int) -> HttpRespons
     request_form = _request_form(checkpoint, request.POST)
     if not request_form.is_valid():
         return render(request, "dashboards/maintenance.html", _overview_context(checkpoint, request_form), status=400)
+    run = _request_run(request, checkpoint, request_form.action, request_form.parameters())
+    return redirect(run)
+
+
+def _request_run(request: HttpRequest, checkpoint: Checkpoint, action: str, parameters: dict, detail: str = ""):
+    """Store a requested run (a risky action's with the backup directory named after it) and queue its plan."""
     with transaction.atomic():
         run = MaintenanceRun.objects.create(
-            checkpoint=checkpoint,
-            action=request_form.action,
-            parameters=request_form.parameters(),
-            requested_by=request.user,
+            checkpoint=checkpoint, action=action, parameters=parameters, requested_by=request.user
         )
-        AuditEntry.record(AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, data=run.parameters)
+        if action in MaintenanceAction.risky() and "backup_dir" not in parameters:
+            run.parameters = {**parameters, "backup_dir": backup_dir_of_run(run.pk)}
+            run.save(update_fields=["parameters"])
+        AuditEntry.record(
+            AuditEntry.Event.PLAN_REQUESTED, actor=request.user, run=run, detail=detail, data=run.parameters
+        )
         enqueue_on_commit(request, PLAN_MAINTENANCE, run.pk, what="The request")
-    return redirect(run)
+    return run
+
+
+@login_required
+@require_POST
+@permission_required("dashboards.plan_maintenance", raise_exception=True)
+def maintenance_undo(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
+    """Ask for the plan of undoing a succeeded risky run from its backup; the undo is a run of its own."""
+    run = _get_run(checkpoint_id, run_id)
+    if not run.can_be_undone():
+        messages.error(request, f"Run #{run.pk} cannot be undone: {run.why_not_undoable()}")
+        return redirect(run)
+    undo = _request_run(
+        request,
+        run.checkpoint,
+        MaintenanceAction.UNDO,
+        {"backup_dir": run.backup_dir},
+        detail=f"undo of run #{run.pk} ({run.get_action_display()})",
+    )
+    return redirect(undo)
 
 
 @login_required
@@ -114,13 +158,25 @@ def _run_context(request: HttpRequest, run: MaintenanceRun, confirm_form: Mainte
         "plan_is_stale": run.plan_is_stale(now=now),
         "query_looks_running": any(p.name == "query-stopped" for p in failed),
         "confirm_form": confirm_form or MaintenanceConfirmForm(checkpoint=run.checkpoint),
-        "can_confirm": request.user.has_perm("dashboards.run_maintenance") and run.status in run.CONFIRMABLE_STATUSES,
+        "is_risky": run.action in MaintenanceAction.risky(),
+        **_run_permissions(request, run),
+        "backup_retention_days": settings.MAINTENANCE_BACKUP_RETENTION_DAYS,
+        "undone_by": run.undo_runs().first(),
+        "audit_entries": run.audit_entries.order_by("at", "pk"),
+    }
+
+
+def _run_permissions(request: HttpRequest, run: MaintenanceRun) -> dict[str, bool]:
+    """What the user may do with the run in its present status: confirm, approve, undo."""
+    return {
+        "may_confirm": may_run_action(request.user, run.action),
+        "can_confirm": may_run_action(request.user, run.action) and run.status in run.CONFIRMABLE_STATUSES,
         "can_approve": (
-            request.user.has_perm("dashboards.approve_maintenance")
+            may_run_action(request.user, run.action, step="approve_maintenance")
             and run.status == run.Status.AWAITING_APPROVAL
             and run.confirmed_by_id != request.user.pk
         ),
-        "audit_entries": run.audit_entries.order_by("at", "pk"),
+        "can_undo": request.user.has_perm("dashboards.plan_maintenance") and run.can_be_undone(),
     }
 
 
@@ -130,23 +186,35 @@ def _run_context(request: HttpRequest, run: MaintenanceRun, confirm_form: Mainte
 def maintenance_confirm(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
     """Confirm a plan; a refused confirmation is audited and the page comes back with what was typed."""
     run = _get_run(checkpoint_id, run_id)
+    _check_action_permission(request, run, step="run_maintenance")
     form = MaintenanceConfirmForm(request.POST, checkpoint=run.checkpoint)
     if not form.is_valid():
         return _refused_confirmation(request, run, form, form.refusal(), status=400)
     try:
-        with transaction.atomic():
-            run.confirm(
-                request.user,
-                reason=form.cleaned_data["reason"],
-                override_query_running=form.cleaned_data["override_query_running"],
-                now=timezone.now(),
-            )
-            if run.status == run.Status.QUEUED:
-                enqueue_on_commit(request, RUN_MAINTENANCE, run.pk, what="The confirmation")
+        _confirm_and_queue(request, run, form)
     except MaintenanceRefused as exc:
         # confirm() may have changed the instance before it was refused: show the run as stored.
         return _refused_confirmation(request, _get_run(checkpoint_id, run_id), form, str(exc), status=409)
     return redirect(run)
+
+
+@transaction.atomic
+def _confirm_and_queue(request: HttpRequest, run: MaintenanceRun, form: MaintenanceConfirmForm) -> None:
+    """Confirm as the user; a run that needs no approval is queued once the transaction commits."""
+    run.confirm(
+        request.user,
+        reason=form.cleaned_data["reason"],
+        override_query_running=form.cleaned_data["override_query_running"],
+        now=timezone.now(),
+    )
+    if run.status == run.Status.QUEUED:
+        enqueue_on_commit(request, RUN_MAINTENANCE, run.pk, what="The confirmation")
+
+
+def _check_action_permission(request: HttpRequest, run: MaintenanceRun, *, step: str) -> None:
+    """403 when the user lacks the risky action's own permission (the step's is checked by the decorator)."""
+    if not may_run_action(request.user, run.action, step=step):
+        raise PermissionDenied(f"{run.get_action_display()} needs its own permission as well as {step}")
 
 
 def _refused_confirmation(
@@ -163,6 +231,7 @@ def _refused_confirmation(
 @permission_required("dashboards.approve_maintenance", raise_exception=True)
 def maintenance_approve(request: HttpRequest, checkpoint_id: int, run_id: int) -> HttpResponse:
     run = _get_run(checkpoint_id, run_id)
+    _check_action_permission(request, run, step="approve_maintenance")
     try:
         with transaction.atomic():
             run.approve(request.user, now=timezone.now())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from functools import partial
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from dashboards.health.query_status import Thresholds, assess
 from dashboards.list_page.checkpoint_list import PROVIDERS, ListRequest, build_list
+from dashboards.list_page.state_variables import page_state_variables
 from dashboards.list_page.trends import duration_trends
 from dashboards.models import (
     Batch,
@@ -26,9 +30,18 @@ from dashboards.models import (
     StateSample,
     StateScan,
 )
-from dashboards.query_page.as_of import AsOf, Read, find_read, full_pass_as_of, state_read, sync_as_of
+from dashboards.query_page.as_of import (
+    AsOf,
+    Read,
+    find_read,
+    full_pass_as_of,
+    next_full_pass_at,
+    probe_pass_as_of,
+    state_read,
+    sync_as_of,
+)
 from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
-from dashboards.query_page.chart_series import BatchRange, timeline_series, timeline_version
+from dashboards.query_page.chart_series import BatchRange, timeline_version
 from dashboards.query_page.charts import (
     InventoryPoint,
     PartitionPoint,
@@ -41,8 +54,11 @@ from dashboards.query_page.compaction import CompactionOutlook, median_trigger_s
 from dashboards.query_page.fragments import cached_text, synced_version
 from dashboards.query_page.run_summary import compare_with_run, runs_section
 from dashboards.query_page.runtime_section import runtime_section
+from dashboards.query_page.summary_builds import still_building, timeline_batches_to_summarise
+from dashboards.query_page.timeline_rollups import timeline_series
 from dashboards.queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from dashboards.task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
+from workers.checkpoint.statevariabletotals import sum_state_variables
 
 RECENT_SYNC_RUNS = 10
 CHECKPOINTS_PER_PAGE = 50
@@ -82,6 +98,7 @@ def _checkpoint_page_context(request: HttpRequest) -> dict:
     return {
         "rows": page.object_list,
         "trends": duration_trends([row.checkpoint for row in page.object_list], now=now),
+        "state_variables": page_state_variables(row.checkpoint["id"] for row in page.object_list),
         "page_obj": page,
         "result": result,
         "list_request": list_request,
@@ -97,6 +114,7 @@ def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
         **_health_context(checkpoint),
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
+        "timeline_building": timeline_batches_to_summarise(checkpoint),
         "runtime": runtime_section(checkpoint),
         "runs": runs_section(checkpoint, BatchRange.from_query(request.GET)),
         **_metadata_log_context(checkpoint),
@@ -124,26 +142,39 @@ def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
 @login_required
 def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    building = timeline_batches_to_summarise(checkpoint)
+    if building is not None:
+        return still_building(building)
     batch_range = BatchRange.from_query(request.GET)
     interval = (
         checkpoint.metadata_logs.filter(kind=MetadataLog.Kind.SINK).values_list("compact_interval", flat=True).first()
     )
-
-    def build() -> str:
-        series = timeline_series(checkpoint, batch_range)
-        return batch_timeline_figure(
-            series.points,
-            sink_compact_interval=interval,
-            bucket_width=series.bucket_width,
-            has_untimed_batches=not series.points and _batches_in(checkpoint, batch_range).untimed().exists(),
-        ).to_json()
-
+    build = partial(_timeline_json, checkpoint, batch_range, interval)
     body = cached_text("timeline-chart", (*timeline_version(checkpoint), batch_range.as_query(), interval), build)
     return HttpResponse(body, content_type="application/json")
 
 
+def _timeline_json(checkpoint: Checkpoint, batch_range: BatchRange, sink_compact_interval: int | None) -> str:
+    """The batch timeline figure of the range, as JSON."""
+    series = timeline_series(checkpoint, batch_range)
+    return batch_timeline_figure(
+        series.points,
+        sink_compact_interval=sink_compact_interval,
+        bucket_width=series.bucket_width,
+        has_untimed_batches=not series.points and _has_untimed_batch(checkpoint, batch_range),
+    ).to_json()
+
+
 def _batches_in(checkpoint: Checkpoint, batch_range: BatchRange):
     return checkpoint.batches.filter(**batch_range.lookups("batch_id"))
+
+
+def _has_untimed_batch(checkpoint: Checkpoint, batch_range: BatchRange) -> bool:
+    """Whether the range has a batch without a start time: the first one in batch id order, as
+    an index range read (a bare EXISTS lets PostgreSQL, expecting most rows to match, scan the
+    table from its start, past every batch before the range)."""
+    untimed = _batches_in(checkpoint, batch_range).untimed().order_by("batch_id")
+    return untimed.values_list("batch_id", flat=True).first() is not None
 
 
 @login_required
@@ -202,8 +233,9 @@ def state_partition_sample(request: HttpRequest, checkpoint_id: int, partition_i
         messages.error(request, "This partition has no state version to decode.")
     else:
         sample = StateSample.objects.create(partition=partition, version=version)
+        # No flash message: the sample block says "Decoding…" while pending and is replaced by the rows,
+        # where a message would keep saying "decoding" above rows already decoded.
         enqueue_on_commit(request, SAMPLE_STATE_PARTITION, sample.pk, what="The request", afterwards=ASK_AGAIN)
-        messages.info(request, f"Decoding rows of version {version}; they appear below when the worker is done.")
     return redirect("dashboards:state-partition", checkpoint.pk, partition.pk)
 
 
@@ -231,6 +263,18 @@ def checkpoint_sync(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     return redirect(checkpoint)
 
 
+@login_required
+@require_POST
+def checkpoint_full_walk(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
+    """Ask for a full walk: the flag is in the database, so whichever worker syncs next runs it
+    (a sync already running under another worker's lease leaves it for the following one)."""
+    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(full_walk_requested_at=timezone.now())
+    enqueue_on_commit(request, SYNC_CHECKPOINT, checkpoint.pk, what="The request", afterwards=PERIODIC_SYNC)
+    messages.info(request, f"Full walk of {checkpoint.name} queued: every file is listed and checked again.")
+    return redirect(checkpoint)
+
+
 def health(request: HttpRequest) -> JsonResponse:
     """Public liveness check for load balancers: answers without touching storage."""
     return JsonResponse({"status": "ok"})
@@ -254,16 +298,18 @@ def _status_context(checkpoint: Checkpoint) -> dict:
 def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
     """The batch table partial for the page asked for, rendered once per sync (it needs no request)."""
     page_request = BatchPageRequest.from_query(request.GET)
-
-    def render_table() -> str:
-        page = read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)
-        progress = BatchProgress.objects.table_figures(checkpoint.query_id, [batch.batch_id for batch in page.batches])
-        context = {"checkpoint": checkpoint, "batch_page": page, "batch_progress": progress}
-        return render_to_string("dashboards/partials/batch_table.html", context)
-
     return cached_text(
-        "batch-table", (*synced_version(checkpoint), page_request.before, page_request.after), render_table
+        "batch-table",
+        (*synced_version(checkpoint), page_request.before, page_request.after),
+        partial(_render_batch_table, checkpoint, page_request),
     )
+
+
+def _render_batch_table(checkpoint: Checkpoint, page_request: BatchPageRequest) -> str:
+    page = read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)
+    progress = BatchProgress.objects.table_figures(checkpoint.query_id, [batch.batch_id for batch in page.batches])
+    context = {"checkpoint": checkpoint, "batch_page": page, "batch_progress": progress}
+    return render_to_string("dashboards/partials/batch_table.html", context)
 
 
 def _pass_as_of_context(checkpoint: Checkpoint) -> dict:
@@ -273,6 +319,21 @@ def _pass_as_of_context(checkpoint: Checkpoint) -> dict:
     return {
         "timeline_as_of": _as_of_sync(checkpoint, synced),
         "findings_as_of": _as_of_full_pass(checkpoint, inspected),
+        "full_walk": _full_walk_context(checkpoint),
+    }
+
+
+def _full_walk_context(checkpoint: Checkpoint) -> dict:
+    """When the last full walk ran, whether one is asked for, and when the schedule runs the next."""
+    now = timezone.now()
+    next_at = next_full_pass_at(checkpoint, now, settings.FULL_WALK_INTERVAL_SECONDS)
+    return {
+        "last_at": checkpoint.last_inspected_at,
+        "last_batch_id": checkpoint.last_inspected_batch_id,
+        "requested_at": checkpoint.full_walk_requested_at,
+        "next_in": None if next_at is None else max(next_at - now, timedelta(0)),
+        "interval": settings.FULL_WALK_INTERVAL_SECONDS,
+        "probe_interval": settings.INSPECT_INTERVAL_SECONDS,
     }
 
 
@@ -281,7 +342,7 @@ def _as_of_sync(checkpoint: Checkpoint, read: Read | None, batches_in_flight: in
 
 
 def _as_of_full_pass(checkpoint: Checkpoint, read: Read | None) -> AsOf:
-    return full_pass_as_of(checkpoint, read, now=timezone.now(), interval_seconds=settings.INSPECT_INTERVAL_SECONDS)
+    return full_pass_as_of(checkpoint, read, now=timezone.now(), interval_seconds=settings.FULL_WALK_INTERVAL_SECONDS)
 
 
 def _inventory_context(checkpoint: Checkpoint) -> dict:
@@ -298,7 +359,10 @@ def _metadata_log_context(checkpoint: Checkpoint) -> dict:
     read = None if oldest is None else Read(oldest.updated_at, oldest.read_at_batch_id)
     return {
         "metadata_logs": [(log, _outlook(log, _compact_sizes(log), trigger)) for log in logs],
-        "metadata_logs_as_of": _as_of_full_pass(checkpoint, read),
+        # Followed between full walks by the probe (workers.probe_pass), which moves every row's updated_at.
+        "metadata_logs_as_of": probe_pass_as_of(
+            checkpoint, read, now=timezone.now(), interval_seconds=settings.INSPECT_INTERVAL_SECONDS
+        ),
         "compaction_speed": settings.COMPACTION_BYTES_PER_SECOND,
     }
 
@@ -330,9 +394,11 @@ def _state_context(checkpoint: Checkpoint) -> dict:
     return {
         "state_partitions": partitions,
         "state_stores": stores,
+        "state_variables": sum_state_variables(partitions),
         "state_scan": StateScan.objects.latest_for(checkpoint),
         "state_as_of": _as_of_sync(checkpoint, read, batches_in_flight=1),
         "state_version": version,
         "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
+        "full_walk_interval": settings.FULL_WALK_INTERVAL_SECONDS,
         "state_follow_min_seconds": settings.STATE_FOLLOW_MIN_SECONDS,
     }

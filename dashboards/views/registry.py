@@ -61,14 +61,19 @@ def checkpoint_archive(request: HttpRequest, checkpoint_id: int) -> HttpResponse
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     form = ArchiveForm(_posted(request))
     if request.method == "POST" and form.is_valid():
-        try:
-            archive_checkpoint(checkpoint, actor=request.user, reason=form.cleaned_data["reason"], now=timezone.now())
-        except RegistryRefused as exc:
-            messages.error(request, str(exc))
-        else:
-            messages.success(request, f"Archived {checkpoint.name}: no longer synced or listed; its history is kept.")
+        _archive_saying_how_it_went(request, checkpoint, form.cleaned_data["reason"])
         return redirect(checkpoint)
     return render(request, "dashboards/checkpoint_archive.html", {"checkpoint": checkpoint, "form": form})
+
+
+def _archive_saying_how_it_went(request: HttpRequest, checkpoint, reason: str) -> None:
+    """Archive the checkpoint; a message says it was archived, or why it was not."""
+    try:
+        archive_checkpoint(checkpoint, actor=request.user, reason=reason, now=timezone.now())
+    except RegistryRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Archived {checkpoint.name}: no longer synced or listed; its history is kept.")
 
 
 @login_required

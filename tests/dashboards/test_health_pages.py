@@ -110,7 +110,7 @@ def test_inventory_rows_count_the_files_on_disk(viewer_client, synced_dedup):
 def test_inventory_growth_chart_has_a_point_per_pass(viewer_client, synced_dedup, settings):
     from datetime import timedelta
 
-    later = synced_dedup.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+    later = synced_dedup.last_inspected_at + timedelta(seconds=settings.FULL_WALK_INTERVAL_SECONDS)
     sync_checkpoint(synced_dedup.pk, now=later)
     figure = json.loads(viewer_client.get(reverse("dashboards:inventory-growth-chart", args=[synced_dedup.pk])).content)
     offsets = next(trace for trace in figure["data"] if trace["name"] == "offsets")
@@ -160,6 +160,7 @@ def test_decoding_sample_rows_goes_through_the_worker_and_shows_spark_s_keys(
     assert 0 < len(sample.rows) == partition.rows
     page = viewer_client.get(reverse("dashboards:state-partition", args=[synced_agg.pk, partition.pk])).content.decode()
     assert 'id="sample-rows"' in page and 'id="partition-files"' in page
+    assert "Decoding" not in page  # nothing on the page still says the rows are on their way
 
 
 def _schema_field_names(schema_file: Path) -> list[list[str]]:
@@ -344,10 +345,11 @@ def test_panels_of_a_checkpoint_ckptweb_no_longer_syncs_say_no_read_is_coming(vi
 
     page = viewer_client.get(synced_dedup.get_absolute_url()).content.decode()
 
-    for element_id in ("findings-as-of", "metadata-logs-as-of", "inventory-as-of"):
+    passes = {"findings-as-of": "full check", "metadata-logs-as-of": "log check", "inventory-as-of": "full check"}
+    for element_id, pass_name in passes.items():
         assert re.fullmatch(
             r"As of batch 15, read \d+ s ago — 5 batches behind the latest \(20\)\. "
-            r"No full check will read it: ckptweb does not sync this checkpoint\.",
+            rf"No {pass_name} will read it: ckptweb does not sync this checkpoint\.",
             _words(page, element_id),
         ), element_id
 

@@ -254,3 +254,20 @@ def test_the_configured_compact_interval_applies_until_a_log_has_a_compaction(tm
     ][0]
 
     assert (default["compact_interval"], configured["compact_interval"]) == (10, 5)
+
+
+@pytest.mark.parametrize("variant", ["unsaferow", "avro_format2"])
+def test_a_transform_with_state_store_lists_its_variables_at_the_committed_version(variant):
+    # pipelines/tws_queries.py: 4 batches (version 4), 3 keys, 28 values appended to the lists.
+    (store,) = inspect(OUR_FIXTURES / "tws" / variant / "checkpoint")["state"]
+    variables = {v["name"]: v for v in store["variables"]}
+
+    assert {name: (v["kind"], v["rows"]) for name, v in variables.items() if not v["internal"]} == {
+        "count": ("ValueState", 3),
+        "recent": ("ListState", 3),
+        "by_parity": ("MapState", 6),
+        "last_seen": ("ValueState", 3),
+    }
+    assert variables["recent"]["values"] == 28
+    assert {tuple(v["versions"]) for v in variables.values()} == {(4,)}
+    assert variables["$procTimers_keyToTimestamp"]["internal"] and variables["count"]["bytes"] > 0

@@ -27,13 +27,14 @@ from prometheus.scenario import (
     register_synced_fixture,
 )
 from workers.checkpoint.progress import progress_from_dict
+from workers.sync import sync_checkpoint
 
 pytestmark = pytest.mark.django_db
 
 # read_checkpoints, last runs, sync totals of the runs kept and of the runs pruned, progress,
-# operators, state stores, logs, inventory, findings, maintenance runs, beat, event-log
+# operators, state stores, state variables, logs, inventory, findings, maintenance runs, beat, event-log
 # directories, the health model's figures, the newest reports' source lags (dashboards/metrics/collector.py).
-METRICS_QUERIES = 15
+METRICS_QUERIES = 16
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
@@ -103,6 +104,25 @@ def test_state_store_figures_are_summed_over_partitions(client, copy_checkpoint)
     assert checkpoint_sample(samples, "ckptweb_state_store_max_delta_chain", KILLED) == max(
         p.delta_chain for p in partitions
     )
+
+
+def test_each_state_variable_of_a_transform_with_state_query_has_its_rows(client, copy_checkpoint):
+    # pipelines/tws_queries.py: 7 rows a batch for 4 batches over 3 keys (value % 3).
+    base = copy_checkpoint(OUR_FIXTURES / "tws" / "unsaferow")
+    checkpoint = make_checkpoint(name="tws", url=str(base / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+
+    samples = scrape(client)
+
+    def rows(variable: str, kind: str) -> float | None:
+        return checkpoint_sample(
+            samples, "ckptweb_state_variable_rows", "tws", operator_id="0", variable=variable, kind=kind
+        )
+
+    assert rows("count", "ValueState") == 3 and rows("by_parity", "MapState") == 6
+    assert rows("recent", "ListState") == 28
+    assert rows("$procTimers_keyToTimestamp", "timers (processing time)") == 3
+    assert checkpoint_sample(samples, "ckptweb_state_variable_bytes", "tws", variable="recent") > 28 * 17
 
 
 def test_state_operators_are_summed_unless_per_operator_labels_are_enabled(client, settings):

@@ -22,6 +22,8 @@ from dashboards.models import (
 from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
 from dashboards.query_page.chart_series import BatchRange
 from dashboards.query_page.downsample import MAX_POINTS_PER_SERIES
+from dashboards.query_page.runtime_series import rebuild_runtime_rollups
+from dashboards.query_page.timeline_rollups import rebuild_timeline_rollups
 from factories import make_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -88,6 +90,9 @@ def fill_history(batches: int, *, name: str) -> Checkpoint:
         ),
         batch_size=1_000,
     )
+    # The roll-ups the sync and the ingest keep as they store these rows, built once for rows made here.
+    rebuild_timeline_rollups(checkpoint.pk)
+    rebuild_runtime_rollups(query.pk)
     checkpoint.refresh_from_db()
     return checkpoint
 

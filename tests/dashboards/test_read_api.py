@@ -19,6 +19,7 @@ from dashboards.models import (
     Checkpoint,
     Finding,
     MaintenanceRun,
+    StatePartition,
     SyncRun,
 )
 from factories import make_checkpoint
@@ -353,3 +354,27 @@ def test_the_schema_documents_every_read_endpoint(viewer_client):
     listing = schema["paths"]["/api/v1/checkpoints/"]["get"]
     assert {p["name"] for p in listing["parameters"]} == {"after", "limit", "url"}
     assert set(schema["components"]["schemas"]["CheckpointList"]["properties"]) == {"results", "next"}
+
+
+def test_state_partitions_give_the_oldest_version_on_storage_and_the_schema_says_what_it_is(
+    client, viewer_client, with_batches, token_headers
+):
+    StatePartition.objects.create(
+        checkpoint=with_batches,
+        operator=0,
+        partition=3,
+        store="default",
+        provider="hdfs",
+        path="state/0/3",
+        latest_version=48,
+        earliest_version=29,
+        snapshot_version=40,
+    )
+    url = reverse("api-state-partition-list", args=[with_batches.pk])
+    (row,) = client.get(url, **token_headers).json()["results"]
+    assert (row["partition"], row["latest_version"], row["earliest_version"]) == (3, 48, 29)
+
+    schema = viewer_client.get(reverse("api-schema"), {"format": "json"}).json()
+    described = schema["components"]["schemas"]["StatePartition"]["properties"]["earliest_version"]
+    assert described["description"] == "Oldest version with a file on storage (Spark's maintenance deletes older ones)."
+    assert described["type"] == "integer" and described["nullable"] is True

@@ -198,7 +198,7 @@ def test_register_checkpoint_refuses_a_path_holding_no_checkpoint_naming_it_and_
     assert not Checkpoint.objects.exists()
     entry = AuditEntry.objects.get()
     assert (entry.event, entry.actor, entry.checkpoint_name) == ("registration-refused", None, "bad")
-    assert entry.actor_name.endswith(" (register_checkpoint)")
+    assert entry.actor_name.endswith(" on the command line (manage.py register_checkpoint)")
     assert entry.detail.startswith(f"url: {path.as_uri()}: {reason}")
 
 
@@ -211,7 +211,7 @@ def test_register_checkpoint_takes_the_sink_log_folder_itself_and_audits_the_she
     assert Checkpoint.objects.get().sink_log_url == log.as_uri()
     entry = AuditEntry.objects.get()
     assert entry.event == "registered" and entry.actor is None
-    assert entry.actor_name.endswith(" (register_checkpoint)")
+    assert entry.actor_name.endswith(" on the command line (manage.py register_checkpoint)")
 
 
 def test_register_checkpoint_warns_about_a_query_that_ran_no_batch(checkpoint_roots, capsys):

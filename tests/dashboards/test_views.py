@@ -47,9 +47,10 @@ def test_list_shows_each_checkpoint_with_its_health_in_a_fixed_number_of_queries
     for name in ("never-synced", "second", "third"):
         make_checkpoint(name=name, url=f"/nowhere/{name}")
     # session (none when sessions are read from the shared cache), user, two permission look-ups
-    # for the menu, one for every checkpoint with the health model's figures, one for the trends
+    # for the menu, one for every checkpoint with the health model's figures, one for the trends,
+    # one for the state variables of the checkpoints on the page
     session_queries = 0 if settings.SESSION_ENGINE.endswith("cached_db") else 1
-    with django_assert_num_queries(session_queries + 5):
+    with django_assert_num_queries(session_queries + 6):
         page = viewer_client.get(reverse("dashboards:checkpoint-list")).content.decode()
     assert "inconsistent" in page and "never-synced" in page
     assert "d4358946-170c-49a7-823b-d8e4e9126616" in page
@@ -149,3 +150,21 @@ def test_file_errors_are_shown_on_the_query_page(viewer_client, copy_checkpoint)
     page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
     assert "Files that could not be read" in page
     assert "offsets/2" in page
+
+
+def test_check_all_files_now_requires_post_and_asks_whichever_worker_syncs_next_for_a_full_walk(
+    viewer_client, synced, django_capture_on_commit_callbacks
+):
+    url = reverse("dashboards:checkpoint-full-walk", args=[synced.pk])
+    assert viewer_client.get(url).status_code == 405
+
+    with django_capture_on_commit_callbacks() as queued:
+        response = viewer_client.post(url)
+
+    assert response.status_code == 302 and len(queued) == 1  # the sync, sent once the flag is stored
+    synced.refresh_from_db()
+    walked_at, asked_at = synced.last_inspected_at, synced.full_walk_requested_at
+    assert asked_at is not None
+    sync_checkpoint(synced.pk)
+    synced.refresh_from_db()
+    assert synced.full_walk_requested_at is None and synced.last_inspected_at > walked_at

@@ -279,6 +279,9 @@ def spark_session():
     existing = SparkSession.getActiveSession()
     session = build_session("ckptweb-listener-test", master="local[1]")
     session.conf.set("spark.sql.shuffle.partitions", "1")
+    # recentProgress is what the test compares ckptweb's copy with: Spark keeps only the last 100
+    # by default, and at a 300 ms trigger a loaded machine's slow waits ran past batch 100.
+    session.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     yield session
     if existing is None:
         session.stop()

@@ -185,16 +185,28 @@ def test_state_cleanup_removed_the_first_versions(tree, name):
 
 
 def test_checkpoint_v2_state_files_carry_the_unique_ids_of_the_commit_log(tree):
+    # Spark's maintenance thread deletes old changelogs on its own clock, apart from the purge of
+    # the commit log: a commit may outlive its changelog. Every changelog still there must carry
+    # the id its commit names, and the latest commit's changelogs are never gone.
     checkpoint = tree / CHECKPOINT_V2 / "checkpoint"
     stores = state_store_dirs(checkpoint)
     changelogs = {store.name: state_files(store, "changelog") for store in stores}
+    ids_by_version = {}
     for batch_id in batch_ids(checkpoint / "commits"):
         lines = (checkpoint / "commits" / str(batch_id)).read_text().splitlines()
         assert lines[0] == "v2"
         unique_ids = json.loads(lines[1])["stateUniqueIds"]["0"]
         assert len(unique_ids) == len(stores) == 2
-        for partition, ids in enumerate(unique_ids):
-            assert f"{batch_id + 1}_{ids[0]}.changelog" in changelogs[str(partition)]
+        ids_by_version[batch_id + 1] = [ids[0] for ids in unique_ids]
+    for partition, names in changelogs.items():
+        for name in names:
+            version, unique_id = name.removesuffix(".changelog").split("_", 1)
+            if int(version) in ids_by_version:
+                assert ids_by_version[int(version)][int(partition)] == unique_id, name
+    latest = max(ids_by_version)
+    assert [f"{latest}_{ids_by_version[latest][int(p)]}.changelog" in names for p, names in changelogs.items()] == [
+        True
+    ] * len(stores)
 
 
 @pytest.mark.parametrize("name", ROCKSDB_QUERIES)

@@ -89,7 +89,7 @@ def _start(spark, base: Path, gate: HalfwayGate):
 
 
 def _what_each_place_says(client, checkpoint: Checkpoint, promtool: str, tmp_path: Path, moment: str) -> dict:
-    sync_checkpoint(checkpoint.pk)  # a full pass every sync (INSPECT_INTERVAL_SECONDS = 0)
+    sync_checkpoint(checkpoint.pk)  # a full walk every sync (FULL_WALK_INTERVAL_SECONDS = 0)
     shown = states_shown(client, {checkpoint.name: checkpoint}, promtool, tmp_path / moment)[checkpoint.name]
     findings = list(checkpoint.findings.open().values_list("code", "path", "message"))
     return {**shown, "findings": findings}
@@ -100,7 +100,7 @@ def test_a_query_is_running_with_no_finding_while_its_first_batch_runs_after_it_
     spark, tmp_path, settings, admin_client, promtool
 ):
     settings.CHECKPOINT_ROOTS = [str(tmp_path)]
-    settings.INSPECT_INTERVAL_SECONDS = 0
+    settings.FULL_WALK_INTERVAL_SECONDS = 0
     # Generous, so that a slow machine does not make a held batch overdue (a batch really that
     # late is stalled, and then its findings are reported: tests/workers/test_inspection.py).
     settings.HEALTH_STALLED_AFTER_SECONDS = 900

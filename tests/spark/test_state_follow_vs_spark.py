@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from pyspark.sql import functions as F
 
 from dashboards.models import Checkpoint, SyncRun
@@ -27,6 +28,7 @@ from workers.checkpoint.statekeys import parse_state_keys
 from workers.checkpoint.statesummary import StateConf
 from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.state_follow import keys_path
+from workers.state_partitions import VERSION_FIGURES
 from workers.sync import sync_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db]
@@ -85,7 +87,9 @@ def _cold_rows(checkpoint: Path, version: int) -> dict[int, int]:
 def test_followed_rows_equal_sparks_reader_and_a_cold_read_after_each_new_batch(spark, tmp_path, settings, provider):
     settings.CHECKPOINT_ROOTS = [str(tmp_path)]
     settings.STATE_KEYS_DIR = tmp_path / "statekeys"
-    settings.INSPECT_INTERVAL_SECONDS = 24 * 3600  # the full pass runs on the first sync only,
+    settings.FULL_WALK_INTERVAL_SECONDS = settings.INSPECT_INTERVAL_SECONDS = (
+        24 * 3600
+    )  # the full walk runs on the first sync only,
     settings.RECONCILE_INTERVAL_SECONDS = 24 * 3600  # the later syncs are probes
     base = tmp_path / provider
     checkpoint_dir = base / "checkpoint"
@@ -214,3 +218,85 @@ def test_a_sync_that_fell_behind_sparks_log_purge_catches_up_at_once(spark, tmp_
     assert caught_up.kind == SyncRun.Kind.RECONCILE and caught_up.status == SyncRun.Status.OK
     assert (checkpoint.latest_batch_id, checkpoint.latest_committed_batch_id) == (offset_ids[-1], newest)
     assert {p.rows_version for p in checkpoint.state_partitions.all()} == {newest + 1}
+
+
+# Maintenance snapshots after 2 deltas, every second: the test waits (bounded) for a snapshot it can hold back.
+SNAPSHOTTING_CONF = {**PROVIDERS["hdfs"], "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"}
+SNAPSHOT_WAIT_SECONDS = 300
+
+
+def _snapshots(store: Path) -> list[Path]:
+    return sorted(store.glob("*.snapshot"), key=lambda path: int(path.name.split(".")[0]))
+
+
+def _partition_cells(client, checkpoint) -> list[list[str]]:
+    """The state panel's partition table, as the page shows it: one list of cell texts a row."""
+    import re
+
+    page = client.get(checkpoint.get_absolute_url()).content.decode()
+    table = page[page.index('id="state-partitions"') : page.index("</table>", page.index('id="state-partitions"'))]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], flags=re.S)
+    return [
+        [" ".join(re.sub(r"<[^>]+>", "", cell).split()) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        for row in rows
+    ]
+
+
+def test_a_snapshot_sparks_maintenance_writes_and_a_version_it_deletes_reach_the_state_panel_without_a_full_walk(
+    spark, tmp_path, settings, viewer_client
+):
+    settings.CHECKPOINT_ROOTS = [str(tmp_path)]
+    settings.STATE_KEYS_DIR = tmp_path / "statekeys"
+    settings.FULL_WALK_INTERVAL_SECONDS = 24 * 3600  # the full walk runs on registration only
+    settings.INSPECT_INTERVAL_SECONDS = 0  # every sync probes
+    base = tmp_path / "maintained"
+    live_store = base / "checkpoint" / "state" / "0" / "0"
+    newest = 2
+    _run_until(spark, base, SNAPSHOTTING_CONF, newest)
+    # When Spark's maintenance thread snapshots depends on the machine: run on until it has (bounded).
+    deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
+    while not [p for p in _snapshots(live_store) if int(p.name.split(".")[0]) > 1] and time.monotonic() < deadline:
+        newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
+        _run_until(spark, base, SNAPSHOTTING_CONF, newest + 2)
+    # Spark's maintenance thread outlives the query: the test reads a copy it does not write to.
+    shutil.copytree(base / "checkpoint", tmp_path / "copy" / "checkpoint")
+    store = tmp_path / "copy" / "checkpoint" / "state" / "0" / "0"
+    snapshots = [p for p in _snapshots(store) if int(p.name.split(".")[0]) > 1]
+    assert snapshots, f"Spark's maintenance wrote no snapshot of partition 0 in {SNAPSHOT_WAIT_SECONDS} s of batches"
+    written = int(snapshots[-1].name.split(".")[0])
+    # The walk at registration sees the store as it was before maintenance wrote that snapshot.
+    held = tmp_path / "held"
+    held.mkdir()
+    shutil.move(snapshots[-1], held / snapshots[-1].name)
+    checkpoint = make_checkpoint(name="maintained", url=str(tmp_path / "copy" / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    checkpoint.refresh_from_db()
+    walked_at, before = checkpoint.last_inspected_at, checkpoint.state_partitions.get(partition=0)
+    assert before.snapshot_version != written and before.earliest_version is not None
+    # Then maintenance writes it, and its cleanup deletes the oldest version (placed as Spark does:
+    # the snapshot Spark wrote, and the oldest version's files, which loading the newest no longer needs).
+    shutil.move(held / snapshots[-1].name, snapshots[-1])
+    oldest = before.earliest_version
+    for path in store.glob(f"{oldest}.*"):
+        path.unlink()
+
+    run = sync_checkpoint(checkpoint.pk)  # no new batch: nothing to follow, only the probe
+
+    checkpoint.refresh_from_db()
+    assert run.status == SyncRun.Status.OK and checkpoint.last_inspected_at == walked_at, run.message
+    after = checkpoint.state_partitions.get(partition=0)
+    assert (after.snapshot_version, after.rows) == (written, before.rows)
+    assert after.earliest_version > oldest
+    cells = {row[0]: row for row in _partition_cells(viewer_client, checkpoint)}
+    shown = cells[after.path]
+    assert (shown[1], shown[2], shown[3]) == (str(after.latest_version), str(after.earliest_version), str(written))
+    # What the probe followed is what a full walk finds.
+    probed = list(
+        checkpoint.state_partitions.order_by("partition").values_list(*VERSION_FIGURES, "rows", "rows_version")
+    )
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(full_walk_requested_at=timezone.now())
+    sync_checkpoint(checkpoint.pk)
+    assert (
+        list(checkpoint.state_partitions.order_by("partition").values_list(*VERSION_FIGURES, "rows", "rows_version"))
+        == probed
+    )

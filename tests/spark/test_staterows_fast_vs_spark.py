@@ -42,8 +42,14 @@ def states(tmp_path_factory):
         "for name in VARIANTS: build_state(Path(sys.argv[1]) / name, VARIANTS[name], int(sys.argv[2]))\n"
     )
     built = subprocess.run([sys.executable, "-c", code, str(base), str(ROWS_PER_BATCH)], capture_output=True, text=True)
-    assert built.returncode == 0, f"building the states with PySpark failed:\n{built.stderr[-4000:]}"
+    assert built.returncode == 0, f"building the states with PySpark failed:\n{_python_error(built.stderr)}"
     return {path.name: path / "checkpoint" for path in base.iterdir()}
+
+
+def _python_error(stderr: str) -> str:
+    """The builder's own traceback: Spark's log lines of a JVM that outlives the error follow it."""
+    start = stderr.rfind("Traceback (most recent call last)")
+    return stderr[start : start + 6000] if start >= 0 else stderr[-4000:]
 
 
 def _replayed_size(storage, store, version: int) -> StateSize:

@@ -90,6 +90,9 @@ def test_every_panel_of_a_freshly_synced_query_is_as_of_its_latest_batch(
     _screenshots(page, "as_of_current")
 
     page.click("#state summary")
+    # The oldest version each partition keeps on storage (Spark's fixture kept them from version 12).
+    assert page.locator("#state-partitions tbody tr td:nth-child(3)").all_inner_texts() == ["12", "12"]
+    page.locator("#state").screenshot(path=str(SCREENSHOT_DIR / "state_panel_partitions.png"))
     page.click("#state-partitions a >> nth=0")
     text, behind = _line(page, "#partition-as-of")
     assert re.fullmatch(r"As of batch 15 \(state version 16\), read \d+ s ago\.", text) and not behind, text
@@ -103,19 +106,20 @@ def test_panels_whose_pass_has_not_run_since_batch_13_say_they_are_two_batches_b
     log_files = _hold_back(base, LOG_FILES)
     sync_checkpoint(checkpoint.pk)  # the full pass reads the query at batch 13
     _put_back(log_files)
-    settings.INSPECT_INTERVAL_SECONDS = 3600
-    sync_checkpoint(checkpoint.pk)  # stores batches 14 and 15; no full pass; no state version 15 or 16 to follow
+    # Stores batches 14 and 15; neither a full walk nor a probe of the logs; no state version 15 or 16 to follow.
+    settings.FULL_WALK_INTERVAL_SECONDS = settings.INSPECT_INTERVAL_SECONDS = 3600
+    sync_checkpoint(checkpoint.pk)
     _put_back(state_files)
     page = browser_page
     _open_query_page(page, live_server, django_user_model, checkpoint)
 
     text, behind = _line(page, "#timeline-as-of")
     assert re.fullmatch(r"As of batch 15, read \d+ s ago\.", text) and not behind, text
-    for selector in PASS_LINES:
+    for selector, pass_name in zip(PASS_LINES, ("full check", "log check", "full check"), strict=True):
         text, behind = _line(page, selector)
         assert re.fullmatch(
             r"As of batch 13, read \d+ s ago — 2 batches behind the latest \(15\)\. "
-            r"The next full check is due in \d+ min \d+ s\.",
+            rf"The next {pass_name} is due in \d+ min \d+ s\.",
             text,
         ), (selector, text)
         assert behind, selector
@@ -147,3 +151,41 @@ def test_a_checkpoint_not_synced_yet_says_each_panel_is_not_read_and_when_it_wil
     for selector in ("#findings-as-of", "#inventory-as-of"):
         assert _line(page, selector) == ("Not read yet. The first full check is due now.", False), selector
     _screenshots(page, "as_of_never_read")
+
+
+def test_check_all_files_now_walks_the_checkpoint_and_the_page_says_when_the_last_walk_ran(
+    browser_page, live_server, copy_checkpoint, django_user_model, eager_celery
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from dashboards.models import Checkpoint
+
+    _, checkpoint = _synced_dedup(copy_checkpoint)
+    sync_checkpoint(checkpoint.pk)
+    # The walk at registration ran two hours ago; syncs probed since.
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    Checkpoint.objects.filter(pk=checkpoint.pk).update(last_inspected_at=two_hours_ago)
+    page = browser_page
+    _open_query_page(page, live_server, django_user_model, checkpoint)
+
+    text = " ".join(page.inner_text("#full-walk").split())
+    assert re.match(
+        r"Last full check \(every file listed and checked\): 2 h( \d+ (min|s))* ago, at batch 15\. "
+        r"The next one is due in 3 h 59 min( \d+ s)? \(every 6 h, CKPTWEB_FULL_WALK_INTERVAL_SECONDS\)\. ",
+        text,
+    ), text
+    assert "(every 5 min, CKPTWEB_INSPECT_INTERVAL_SECONDS)" in text
+    _screenshots(page, "full_walk_before")
+    page.locator("#integrity").screenshot(path=str(SCREENSHOT_DIR / "full_walk_before_panel.png"))
+
+    page.click("#full-walk-now")
+    page.wait_for_selector("text=Full walk of dedup queued")
+
+    checkpoint.refresh_from_db()
+    assert checkpoint.last_inspected_at > two_hours_ago and checkpoint.full_walk_requested_at is None
+    text = " ".join(page.inner_text("#full-walk").split())
+    assert re.match(r"Last full check \(every file listed and checked\): \d+ s ago, at batch 15\. ", text), text
+    _screenshots(page, "full_walk_after")
+    page.locator("#integrity").screenshot(path=str(SCREENSHOT_DIR / "full_walk_after_panel.png"))

@@ -1,4 +1,4 @@
-"""The full pass a sync runs every INSPECT_INTERVAL_SECONDS: compactible logs, kept compact-file history.
+"""The full walk a sync runs every FULL_WALK_INTERVAL_SECONDS: compactible logs, kept compact-file history.
 
 Expected figures were worked out by hand from the fixture files and agree with what Spark's own
 FileStreamSourceLog / FileStreamSinkLog read (tests/spark/test_metadata_logs_vs_spark.py).
@@ -45,7 +45,7 @@ def _logs(checkpoint: Checkpoint) -> list[tuple]:
 
 
 def _resync_after_the_interval(checkpoint: Checkpoint, settings) -> None:
-    later = timezone.now() + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS + 1)
+    later = timezone.now() + timedelta(seconds=settings.FULL_WALK_INTERVAL_SECONDS + 1)
     sync_checkpoint(checkpoint.pk, now=later)
 
 
@@ -129,7 +129,7 @@ def test_an_unreadable_log_is_a_finding_until_it_reads_again(dedup, settings):
     log_file.write_bytes(good)
     checkpoint.refresh_from_db()
     sync_checkpoint(
-        checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+        checkpoint.pk, now=checkpoint.last_inspected_at + timedelta(seconds=settings.FULL_WALK_INTERVAL_SECONDS)
     )
 
     assert not Finding.objects.open().filter(checkpoint=checkpoint).exists()
@@ -206,7 +206,7 @@ def test_a_full_pass_while_the_newest_batch_runs_reports_it_only_once_it_is_over
 
     sync_checkpoint(checkpoint.pk, now=planned + timedelta(seconds=5))
     running = _open_findings(checkpoint)
-    sync_checkpoint(checkpoint.pk, now=planned + timedelta(seconds=5 + settings.INSPECT_INTERVAL_SECONDS))
+    sync_checkpoint(checkpoint.pk, now=planned + timedelta(seconds=5 + settings.FULL_WALK_INTERVAL_SECONDS))
     overdue = _open_findings(checkpoint)
 
     assert running == []
@@ -226,3 +226,42 @@ def test_a_finding_about_a_batch_is_checked_again_by_the_sync_that_reads_its_com
     assert (run.kind, run.new_commits) == (SyncRun.Kind.PROBE, 1)
     assert _open_findings(checkpoint) == []
     assert Finding.objects.get(checkpoint=checkpoint, code="batch-uncommitted").resolved_at == run.started_at
+
+
+def _probe_after_the_interval(checkpoint: Checkpoint, settings) -> SyncRun:
+    checkpoint.refresh_from_db()
+    later = checkpoint.last_probed_at + timedelta(seconds=settings.INSPECT_INTERVAL_SECONDS)
+    return sync_checkpoint(checkpoint.pk, now=later)
+
+
+def test_between_walks_the_probe_follows_the_source_logs_next_files_without_a_walk(dedup, settings):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    walked_at = Checkpoint.objects.get(pk=checkpoint.pk).last_inspected_at
+    log = dedup / "checkpoint" / "sources" / "0"
+    # Batch 8 of the log is a compaction (interval 3): every entry of 7 plus one new file.
+    entries = (log / "5.compact").read_bytes().splitlines()[1:] + (log / "6").read_bytes().splitlines()[1:]
+    entries += (log / "7").read_bytes().splitlines()[1:]
+    new_entry = json.dumps({"path": "file:///in/f008.json", "timestamp": 1, "batchId": 8}).encode()
+    (log / "8.compact").write_bytes(b"\n".join([b"v1", *entries, new_entry]))
+
+    run = _probe_after_the_interval(checkpoint, settings)
+
+    checkpoint.refresh_from_db()
+    assert (run.message, checkpoint.last_inspected_at) == ("", walked_at)
+    assert _logs(checkpoint) == [("source", 3, 8, 9, (log / "8.compact").stat().st_size, [2, 5, 8])]
+
+
+def test_a_log_file_the_probe_cannot_read_makes_that_sync_walk_in_full(dedup, settings):
+    checkpoint = make_checkpoint(url=str(dedup / "checkpoint"))
+    sync_checkpoint(checkpoint.pk)
+    walked_at = Checkpoint.objects.get(pk=checkpoint.pk).last_inspected_at
+    (dedup / "checkpoint" / "sources" / "0" / "8.compact").write_bytes(b"v1\n{not json")
+
+    run = _probe_after_the_interval(checkpoint, settings)
+
+    checkpoint.refresh_from_db()
+    assert run.message.startswith("full walk: the probe between walks could not explain "), run.message
+    assert checkpoint.last_inspected_at > walked_at
+    finding = Finding.objects.open().get(checkpoint=checkpoint)
+    assert (finding.code, finding.path) == ("file-corrupt", "sources/0/8.compact")

@@ -65,7 +65,7 @@ def test_a_full_pass_keeps_the_last_counts_until_the_chunks_have_counted_again(w
     sync_checkpoint(checkpoint.pk)
     counted = _rows_by_partition(checkpoint)
 
-    settings.STATE_FANOUT_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = 2, 0
+    settings.STATE_FANOUT_PARTITIONS, settings.FULL_WALK_INTERVAL_SECONDS = 2, 0
     sync_checkpoint(checkpoint.pk)  # the plain sync queues no chunk: its task shell does
 
     assert _rows_by_partition(checkpoint) == counted
@@ -74,7 +74,7 @@ def test_a_full_pass_keeps_the_last_counts_until_the_chunks_have_counted_again(w
 
 
 def test_the_task_shell_queues_the_uncounted_chunks_of_the_scan_its_own_sync_started(wide_checkpoint, settings):
-    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = (
+    settings.STATE_FANOUT_PARTITIONS, settings.STATE_FANOUT_CHUNK_PARTITIONS, settings.FULL_WALK_INTERVAL_SECONDS = (
         2,
         2,
         0,
@@ -88,7 +88,7 @@ def test_the_task_shell_queues_the_uncounted_chunks_of_the_scan_its_own_sync_sta
 
     assert chunks_to_count(first_run) == older_chunks and len(older_chunks) == 2
     assert chunks_to_count(second_run) == newer_chunks[1:]
-    settings.INSPECT_INTERVAL_SECONDS = 3600
+    settings.FULL_WALK_INTERVAL_SECONDS = 3600
     assert chunks_to_count(sync_checkpoint(checkpoint.pk)) == []  # a probe starts no scan
 
 
@@ -110,7 +110,7 @@ def test_a_redelivered_chunk_counts_once(wide_checkpoint, settings):
 
 
 def test_a_chunk_of_a_superseded_scan_reads_nothing(wide_checkpoint, settings):
-    settings.STATE_FANOUT_PARTITIONS, settings.INSPECT_INTERVAL_SECONDS = 2, 0
+    settings.STATE_FANOUT_PARTITIONS, settings.FULL_WALK_INTERVAL_SECONDS = 2, 0
     checkpoint, _ = wide_checkpoint("superseded", 4)
     sync_checkpoint(checkpoint.pk)
     sync_checkpoint(checkpoint.pk)

@@ -55,7 +55,7 @@ def test_ten_new_batches_cost_the_same_storage_calls_on_a_short_and_a_long_histo
 
 def test_the_first_sync_is_a_reconcile_that_lists_both_logs(history):
     checkpoint, _ = history("fresh", 20)
-    # Leave the full inspection (its own listings, every INSPECT_INTERVAL_SECONDS) out of the count.
+    # Leave the full walk (its own listings, every FULL_WALK_INTERVAL_SECONDS) out of the count.
     Checkpoint.objects.filter(pk=checkpoint.pk).update(last_inspected_at=timezone.now())
 
     run = sync_checkpoint(checkpoint.pk)

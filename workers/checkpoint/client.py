@@ -199,6 +199,10 @@ class CheckpointViewClient:
 
     def _get_json(self, url: str) -> dict[str, Any]:
         """GET ``url`` with the token; raise ServerUnavailableError or ServerRefusedError."""
+        return _json_object(url, self._get(url))
+
+    def _get(self, url: str) -> bytes:
+        """The body of the answer to a GET of ``url`` with the token."""
         request = urllib.request.Request(
             url, headers={"Authorization": f"Token {self.token}", "Accept": "application/json"}
         )
@@ -207,19 +211,29 @@ class CheckpointViewClient:
                 body = response.read()
         except urllib.error.HTTPError as exc:
             # HTTPError is also a URLError: it must be told apart first.
-            if exc.code >= 500:
-                raise ServerUnavailableError(url, f"the server failed: {exc.code} {exc.reason}") from exc
-            raise ServerRefusedError(url, f"the server refused: {exc.code} {exc.reason}") from exc
+            raise _http_error(url, exc) from exc
         except (OSError, http.client.HTTPException) as exc:
             # URLError (refused, unknown host), timeouts and connections dropped mid-answer.
             raise ServerUnavailableError(url, f"cannot be reached: {getattr(exc, 'reason', exc)}") from exc
-        try:
-            answer = json.loads(body)
-        except ValueError:
-            raise ServerUnavailableError(url, "the answer is not JSON") from None
-        if not isinstance(answer, dict):
-            raise ServerUnavailableError(url, "the answer is not a JSON object")
-        return answer
+        return body
+
+
+def _http_error(url: str, exc: urllib.error.HTTPError) -> ServerUnavailableError | ServerRefusedError:
+    """The error an HTTP error status of the server is: a failure (5xx) or a refusal."""
+    if exc.code >= 500:
+        return ServerUnavailableError(url, f"the server failed: {exc.code} {exc.reason}")
+    return ServerRefusedError(url, f"the server refused: {exc.code} {exc.reason}")
+
+
+def _json_object(url: str, body: bytes) -> dict[str, Any]:
+    """The JSON object of an answer's ``body``."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise ServerUnavailableError(url, "the answer is not JSON") from None
+    if not isinstance(answer, dict):
+        raise ServerUnavailableError(url, "the answer is not a JSON object")
+    return answer
 
 
 CHECKPOINT_FIELDS = (
@@ -253,20 +267,24 @@ def _field(answer: dict[str, Any], name: str, url: str) -> Any:
 def _view_from_answers(checkpoint: dict[str, Any], pages: list[dict[str, Any]], url: str) -> CheckpointView:
     """Return the view the server's answers describe."""
     try:
-        batches = tuple(
-            BatchView(row["batch_id"], row["timestamp_ms"], row["watermark_ms"], row["is_committed"])
-            for page in pages
-            for row in page["results"]
-        )
         return CheckpointView(
             url=checkpoint["url"],
             query_id=checkpoint["query_id"],
             latest_batch_id=checkpoint["latest_batch_id"],
             latest_committed_batch_id=checkpoint["latest_committed_batch_id"],
-            batches=batches,
+            batches=_batches_of(pages),
             source=SOURCE_SERVER,
             name=checkpoint["name"],
             signature=checkpoint["signature"],
         )
     except (KeyError, TypeError) as exc:
         raise ServerUnavailableError(url, f"the answer lacks a field of the read API: {exc}") from None
+
+
+def _batches_of(pages: list[dict[str, Any]]) -> tuple[BatchView, ...]:
+    """The batch rows of every page, in order (a missing field raises KeyError)."""
+    return tuple(
+        BatchView(row["batch_id"], row["timestamp_ms"], row["watermark_ms"], row["is_committed"])
+        for page in pages
+        for row in page["results"]
+    )

@@ -31,7 +31,7 @@ from typing import Literal
 
 from .errors import CheckpointError
 from .fileinfo import FileInfo
-from .layout import COMMITS_DIR, METADATA_FILE, OFFSETS_DIR, is_temporary_file, parse_batch_id
+from .layout import BACKUP_DIR, COMMITS_DIR, METADATA_FILE, OFFSETS_DIR, is_temporary_file, parse_batch_id
 from .logdir import batch_ids_of
 from .metadatalog import SINK_LOG_DIR, sink_log_location
 from .rocksdbfiles import parse_rocksdb_store_files
@@ -126,6 +126,9 @@ def list_tree(storage: CheckpointStorage, dirname: str = "") -> TreeListing:
     then commits/N (MicroBatchExecution), so listing commits/ before offsets/ and both before
     state/ (as name order does) never shows a commit whose offsets or state files were listed
     too early to be seen.
+
+    The backups of maintenance runs (``_ckptweb_backup/`` at the root) are not walked: they are
+    copies of old files, not part of what Spark reads, and their checksums would look orphaned.
     """
     directories: dict[str, tuple[FileInfo, ...]] = {}
     failures: list[CheckpointError] = []
@@ -139,8 +142,13 @@ def list_tree(storage: CheckpointStorage, dirname: str = "") -> TreeListing:
             continue
         directories[current] = entries
         # Pushed in reverse name order, so that the next pop is the first name.
-        pending.extend(sorted((join_path(current, info.name) for info in entries if info.is_dir), reverse=True))
+        below = (join_path(current, info.name) for info in entries if info.is_dir and not _is_backup(current, info))
+        pending.extend(sorted(below, reverse=True))
     return TreeListing(dict(sorted(directories.items())), tuple(failures))
+
+
+def _is_backup(dirname: str, info: FileInfo) -> bool:
+    return dirname == "" and info.name == BACKUP_DIR
 
 
 def take_inventory(

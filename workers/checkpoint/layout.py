@@ -21,6 +21,9 @@ OFFSETS_DIR = "offsets"
 COMMITS_DIR = "commits"
 
 COMPACT_FILE_SUFFIX = ".compact"
+# Where maintenance runs back up what they delete or overwrite (maintenance/backup.py); Spark
+# never reads it, and the checkpoint's walkers do not descend into it.
+BACKUP_DIR = "_ckptweb_backup"
 
 # The largest batch id Spark can write: batch ids are Java longs.
 MAX_BATCH_ID = 2**63 - 1

@@ -57,26 +57,34 @@ def iter_lz4_blocks(data: bytes, *, source: str, max_bytes: int | None = None) -
     view = memoryview(data)
     pos, produced = 0, 0
     while pos < len(data):
-        method, compressed_len, raw_len, check = _read_header(data, pos, source)
-        payload_at = pos + HEADER.size
+        header = _read_header(data, pos, source)
+        _, compressed_len, raw_len, _ = header
         if raw_len == 0:
-            pos = payload_at
+            pos += HEADER.size
             continue
         if max_bytes is not None and produced + raw_len > max_bytes:
             raise CorruptFileError(source, f"decompressed content exceeds the limit of {max_bytes} bytes", offset=pos)
-        if payload_at + compressed_len > len(data):
-            raise TruncatedFileError(
-                source,
-                f"LZ4 block announces {compressed_len} payload bytes, only {len(data) - payload_at} remain",
-                offset=payload_at,
-            )
-        payload = view[payload_at : payload_at + compressed_len]
-        raw = bytes(payload) if method == METHOD_RAW else _decompress(payload, raw_len, source, payload_at)
-        if xxhash.xxh32_intdigest(raw, seed=XXH32_SEED) & CHECKSUM_MASK != check:
-            raise CorruptFileError(source, "LZ4 block checksum mismatch", offset=pos)
+        raw = _block_content(view, pos, header, source)
         produced += raw_len
-        pos = payload_at + compressed_len
+        pos += HEADER.size + compressed_len
         yield raw
+
+
+def _block_content(view: memoryview, pos: int, header: tuple[int, int, int, int], source: str) -> bytes:
+    """The content of the block at ``pos`` whose ``header`` is read, its checksum checked."""
+    method, compressed_len, raw_len, check = header
+    payload_at = pos + HEADER.size
+    if payload_at + compressed_len > len(view):
+        raise TruncatedFileError(
+            source,
+            f"LZ4 block announces {compressed_len} payload bytes, only {len(view) - payload_at} remain",
+            offset=payload_at,
+        )
+    payload = view[payload_at : payload_at + compressed_len]
+    raw = bytes(payload) if method == METHOD_RAW else _decompress(payload, raw_len, source, payload_at)
+    if xxhash.xxh32_intdigest(raw, seed=XXH32_SEED) & CHECKSUM_MASK != check:
+        raise CorruptFileError(source, "LZ4 block checksum mismatch", offset=pos)
+    return raw
 
 
 def _read_header(data: bytes, pos: int, source: str) -> tuple[int, int, int, int]:

@@ -96,7 +96,7 @@ def read_metadata_log(
     compacts = _compact_batches(batches)
     interval = derive_compact_interval(list(compacts), default_interval)
     latest = max(batches, default=None)
-    live = 0 if latest is None else _count_live_entries(storage, dirname, kind, latest, interval)
+    live = 0 if latest is None else count_live_entries(storage, dirname, kind, latest, interval)
     return MetadataLogSummary(
         path=dirname,
         kind=kind,
@@ -161,14 +161,14 @@ def files_read_for_latest(batches: dict[int, FileInfo], default_interval: int = 
     if not batches:
         return []
     interval = log_compact_interval(batches, default_interval)
-    return [_batch_file_name(batch_id, interval) for batch_id in all_valid_batches(max(batches), interval)]
+    return [batch_file_name(batch_id, interval) for batch_id in all_valid_batches(max(batches), interval)]
 
 
 def _compact_batches(batches: dict[int, FileInfo]) -> tuple[int, ...]:
     return tuple(sorted(b for b, info in batches.items() if info.name.endswith(COMPACT_FILE_SUFFIX)))
 
 
-def _batch_file_name(batch_id: int, interval: int) -> str:
+def batch_file_name(batch_id: int, interval: int) -> str:
     """batchIdToPath: ``N.compact`` for a compaction batch, else ``N``."""
     return f"{batch_id}{COMPACT_FILE_SUFFIX}" if is_compaction_batch(batch_id, interval) else str(batch_id)
 
@@ -183,7 +183,7 @@ def log_batch_files(listing: Iterable[FileInfo]) -> dict[int, FileInfo]:
     return files
 
 
-def _count_live_entries(storage: CheckpointStorage, dirname: str, kind: LogKind, latest: int, interval: int) -> int:
+def count_live_entries(storage: CheckpointStorage, dirname: str, kind: LogKind, latest: int, interval: int) -> int:
     """Read the files getAllValidBatches names and count what allFiles would return."""
     entries = [
         entry
@@ -198,7 +198,7 @@ def _read_entries(
     storage: CheckpointStorage, dirname: str, kind: LogKind, batch_id: int, interval: int
 ) -> tuple[SinkFileStatus | FileEntry, ...]:
     """Read batch ``batch_id`` under the name batchIdToPath gives it: ``N.compact`` or ``N``."""
-    name = _batch_file_name(batch_id, interval)
+    name = batch_file_name(batch_id, interval)
     relpath = f"{dirname}/{name}" if dirname else name
     parse = parse_sink_log_file if kind == "sink" else parse_source_log_file
     return parse(storage.read_bytes(relpath), source=relpath)

@@ -261,18 +261,25 @@ def _progress(fields: dict[str, Any], site: JsonSite) -> StreamingQueryProgress:
         batch_id=get_required_long(fields, "batchId", site),
         batch_duration_ms=get_optional_long(fields, "batchDuration", site),
         duration_ms=_long_map(fields, "durationMs", site),
-        num_input_rows=_total(fields, "numInputRows", site, get_optional_long, [s.num_input_rows for s in sources]),
-        input_rows_per_second=_total(
-            fields, "inputRowsPerSecond", site, _rate, [s.input_rows_per_second for s in sources]
-        ),
-        processed_rows_per_second=_total(
-            fields, "processedRowsPerSecond", site, _rate, [s.processed_rows_per_second for s in sources]
-        ),
+        **_input_totals(fields, site, sources),
         event_time=_event_time(fields, site),
         state_operators=tuple(_state_operator(entry, site) for entry in _objects(fields, "stateOperators", site)),
         sources=sources,
         sink=None if sink is None else _sink(sink, site),
     )
+
+
+def _input_totals(fields: dict[str, Any], site: JsonSite, sources: tuple[SourceProgress, ...]) -> dict[str, Any]:
+    """The query's input rows and rates: its own fields, else the sum over its sources (_total)."""
+    return {
+        "num_input_rows": _total(fields, "numInputRows", site, get_optional_long, [s.num_input_rows for s in sources]),
+        "input_rows_per_second": _total(
+            fields, "inputRowsPerSecond", site, _rate, [s.input_rows_per_second for s in sources]
+        ),
+        "processed_rows_per_second": _total(
+            fields, "processedRowsPerSecond", site, _rate, [s.processed_rows_per_second for s in sources]
+        ),
+    }
 
 
 def _source(fields: dict[str, Any], site: JsonSite) -> SourceProgress:

@@ -91,18 +91,34 @@ def _format2_chain(
     snapshot = zips[-1] if zips else None
     base = snapshot.version if snapshot else 0
     after = [item for item in items if item.version > base]
-    problems = []
-    if len(after) != version - base or any(item.version != base + 1 + n for n, item in enumerate(after)):
-        where = f"zip {snapshot.name}" if snapshot else "version 0 (the lineage names no zip that exists)"
-        problems.append(f"the lineage of {name}.changelog does not cover every version from {where} to {version}")
-    changelogs = []
+    changelogs, missing = _lineage_changelogs(files, after)
+    problems = (*_lineage_gap(name, version, snapshot, after), *missing)
+    return RocksDBLoadChain(version, unique_id, snapshot, changelogs, problems)
+
+
+def _lineage_gap(
+    name: str, version: int, snapshot: RocksDBVersionFile | None, after: list[LineageItem]
+) -> tuple[str, ...]:
+    """The problem when the lineage after the snapshot does not name every version up to ``version``."""
+    base = snapshot.version if snapshot else 0
+    if len(after) == version - base and all(item.version == base + 1 + n for n, item in enumerate(after)):
+        return ()
+    where = f"zip {snapshot.name}" if snapshot else "version 0 (the lineage names no zip that exists)"
+    return (f"the lineage of {name}.changelog does not cover every version from {where} to {version}",)
+
+
+def _lineage_changelogs(
+    files: RocksDBStoreFiles, after: list[LineageItem]
+) -> tuple[tuple[RocksDBVersionFile, ...], tuple[str, ...]]:
+    """The changelogs the lineage names, in order, and one problem for each that is missing."""
+    changelogs, problems = [], []
     for item in after:
         found = files.find("changelog", item.version, item.checkpoint_unique_id)
         if found is None:
             problems.append(f"missing {item.version}_{item.checkpoint_unique_id}.changelog")
         else:
             changelogs.append(found)
-    return RocksDBLoadChain(version, unique_id, snapshot, tuple(changelogs), tuple(problems))
+    return tuple(changelogs), tuple(problems)
 
 
 def state_unique_ids_by_version(

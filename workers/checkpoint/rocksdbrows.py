@@ -16,8 +16,9 @@ So, as RocksDB.load does:
 The rows themselves (for samples) are the zip's in key order, each replaced or dropped by
 ``changes``, then the keys the changelogs added, in the order they were first put.
 
-Column families (transformWithState, join state format 3+ on 4.x) are refused: each family has
-its own schema and its own rows, and internal families (timers, TTL) are not user rows.
+Column families (transformWithState, join state format 3+ on 4.x) are refused here: each family
+has its own schema and its own rows, and internal families (timers, TTL) are not user rows.
+rocksdbcfrows.py reads such stores, family by family, on the same load plan (plan_rocksdb_load).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from operator import countOf
 from .errors import CheckpointError, CorruptFileError, MissingFileError
 from .rocksdbfiles import RocksDBVersionFile
 from .rocksdbinstance import RocksDBInstance, open_rocksdb_instance
-from .rocksdbstate import read_changelog, read_rocksdb_version, read_rocksdb_zip
+from .rocksdbstate import RocksDBVersionState, read_changelog, read_rocksdb_version, read_rocksdb_zip
 from .rocksdbzip import RocksDBCheckpointMetadata
 from .stateinventory import StateStoreDir
 from .storage.checkpointstorage import CheckpointStorage
@@ -67,13 +68,21 @@ def read_rocksdb_rows(
     than ``max_read_bytes`` of files, CorruptFileError (naming the file) for a damaged zip, SST
     or changelog.
     """
-    load = _plan_load(storage, store, version, codec, unique_id, max_read_bytes)
+    load = plan_rocksdb_load(storage, store, version, codec=codec, unique_id=unique_id, max_read_bytes=max_read_bytes)
     changes = _replay(storage, store.path, load.changelogs, codec)
     live = sum(1 for value, _ in changes.values() if value is not None)
     replayed = plural(len(load.changelogs), "changelog")
     if load.snapshot is None:
         return RocksDBRowCount(version, live, f"replay of {replayed} from version 0")
-    with open_rocksdb_instance(storage, store.path, load.snapshot.name, load.metadata) as instance:
+    rows, how = _rows_with_snapshot(storage, store.path, load, changes, live)
+    return RocksDBRowCount(version, rows, f"{how} + {replayed}" if load.changelogs else how)
+
+
+def _rows_with_snapshot(
+    storage: CheckpointStorage, path: str, load: RocksDBLoad, changes: Changes, live: int
+) -> tuple[int, str]:
+    """The zip's keys the changelogs left alone (``changes``), plus the ``live`` ones they put; and how counted."""
+    with open_rocksdb_instance(storage, path, load.snapshot.name, load.metadata) as instance:
         num_keys = load.metadata.num_keys
         if num_keys >= 0:
             rows = num_keys - countOf(instance.find_present(list(changes)), True) + live
@@ -81,7 +90,7 @@ def read_rocksdb_rows(
         else:
             rows = countOf(map(changes.__contains__, instance.iter_keys()), False) + live
             how = f"the keys of {load.snapshot.name} (numKeys -1: row tracking was off)"
-    return RocksDBRowCount(version, rows, f"{how} + {replayed}" if load.changelogs else how)
+    return rows, how
 
 
 @contextlib.contextmanager
@@ -99,7 +108,7 @@ def open_rocksdb_rows(
     Keys and values are as stored: the encoding version byte, then the UnsafeRow (see
     strip_encoding_version). Raises as read_rocksdb_rows.
     """
-    load = _plan_load(storage, store, version, codec, unique_id, max_read_bytes)
+    load = plan_rocksdb_load(storage, store, version, codec=codec, unique_id=unique_id, max_read_bytes=max_read_bytes)
     changes = _replay(storage, store.path, load.changelogs, codec)
     if load.snapshot is None:
         yield _changed_rows(changes)
@@ -118,7 +127,7 @@ def strip_encoding_version(data: bytes, *, source: str, what: str) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class _Load:
+class RocksDBLoad:
     """The files that load a version: its zip (None: version 0) with its metadata, and changelogs."""
 
     snapshot: RocksDBVersionFile | None
@@ -126,31 +135,51 @@ class _Load:
     changelogs: tuple[RocksDBVersionFile, ...]
 
 
-def _plan_load(
+def plan_rocksdb_load(
     storage: CheckpointStorage,
     store: StateStoreDir,
     version: int,
+    *,
     codec: str | None,
     unique_id: str | None,
     max_read_bytes: int | None,
-) -> _Load:
-    state = read_rocksdb_version(storage, store, version, codec=codec, unique_id=unique_id)
-    if not state.chain.is_loadable:
-        raise MissingFileError(store.path, f"version {version} cannot be loaded: " + "; ".join(state.chain.problems))
+    column_families: bool = False,
+) -> RocksDBLoad:
+    """The zip and changelogs that load ``version``, after checking they exist and fit the limit.
+
+    A zip with column families is refused unless ``column_families`` (the caller reads them).
+    """
+    state = _read_loadable_version(storage, store, version, codec=codec, unique_id=unique_id)
     snapshot = state.chain.snapshot
     metadata = None if snapshot is None else read_rocksdb_zip(storage, f"{store.path}/{snapshot.name}")
     if state.missing_immutable_files:
         raise _immutable_file_error(storage, store.path, snapshot, metadata, state.missing_immutable_files[0])
-    if metadata is not None and metadata.column_family_mapping:
+    if metadata is not None and metadata.column_family_mapping and not column_families:
         raise _column_families(f"{store.path}/{snapshot.name}")
-    needed = sum(f.size for f in state.chain.changelogs)
-    if metadata is not None:
-        needed += snapshot.size + sum(f.size_bytes for f in metadata.sst_files)
+    load = RocksDBLoad(snapshot, metadata, state.chain.changelogs)
+    _check_read_limit(load, store.path, version, max_read_bytes)
+    return load
+
+
+def _read_loadable_version(
+    storage: CheckpointStorage, store: StateStoreDir, version: int, *, codec: str | None, unique_id: str | None
+) -> RocksDBVersionState:
+    """The state of ``version`` of the store; MissingFileError when its chain of files does not load."""
+    state = read_rocksdb_version(storage, store, version, codec=codec, unique_id=unique_id)
+    if not state.chain.is_loadable:
+        raise MissingFileError(store.path, f"version {version} cannot be loaded: " + "; ".join(state.chain.problems))
+    return state
+
+
+def _check_read_limit(load: RocksDBLoad, path: str, version: int, max_read_bytes: int | None) -> None:
+    """Refuse a load whose zip, SST files and changelogs add up to more than ``max_read_bytes``."""
+    needed = sum(f.size for f in load.changelogs)
+    if load.metadata is not None:
+        needed += load.snapshot.size + sum(f.size_bytes for f in load.metadata.sst_files)
     if max_read_bytes is not None and needed > max_read_bytes:
         raise CheckpointError(
-            store.path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})"
+            path, f"not counted: version {version} needs {needed} bytes of files (limit {max_read_bytes})"
         )
-    return _Load(snapshot, metadata, state.chain.changelogs)
 
 
 def _immutable_file_error(

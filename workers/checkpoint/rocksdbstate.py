@@ -124,12 +124,7 @@ def summarize_rocksdb_store(
     """
     files = list_rocksdb_store_files(storage, store)
     reader = _StoreReader(storage, store.path, files, codec, row_checksum)
-    states, errors = [], []
-    for version in files.versions:
-        try:
-            states.append(reader.state_of(version, _unique_id_of(files, version, unique_ids or {}, store.path)))
-        except CheckpointError as error:
-            errors.append(str(error))
+    states, errors = _read_versions(reader, files, unique_ids or {}, store.path)
     referenced, zip_errors = reader.referenced_immutable_files()
     unreferenced = tuple(f.name for f in files.sst_files if f.name not in referenced)
     sizes = sum(f.size for f in store.files if not f.is_dir) + sum(f.size for f in files.sst_files + files.log_files)
@@ -144,6 +139,19 @@ def summarize_rocksdb_store(
         sizes,
         tuple(dict.fromkeys(errors + zip_errors)),
     )
+
+
+def _read_versions(
+    reader: _StoreReader, files: RocksDBStoreFiles, unique_ids: Mapping[int, str], path: str
+) -> tuple[list[RocksDBVersionState], list[str]]:
+    """The state of every version that reads, and the error of each one that does not, in order."""
+    states, errors = [], []
+    for version in files.versions:
+        try:
+            states.append(reader.state_of(version, _unique_id_of(files, version, unique_ids, path)))
+        except CheckpointError as error:
+            errors.append(str(error))
+    return states, errors
 
 
 def _unique_id_of(files: RocksDBStoreFiles, version: int, unique_ids: Mapping[int, str], path: str) -> str | None:

@@ -148,6 +148,17 @@ def detect_provider(files: Iterable[StateFileInfo]) -> str:
     return "unknown"
 
 
+def earliest_state_version(files: Iterable[StateFileInfo]) -> int | None:
+    """The oldest version with a file in a store directory (``<v>.delta``, ``<v>.snapshot``,
+    ``<v>[_<id>].changelog``, ``<v>[_<id>].zip``); None when it has none."""
+    versions = [
+        parse_batch_id(info.name.partition(".")[0].partition("_")[0])
+        for info in files
+        if not info.is_dir and not _is_side_file(info.name) and info.name.endswith(_VERSION_FILE_SUFFIXES)
+    ]
+    return min((version for version in versions if version is not None), default=None)
+
+
 def parse_hdfs_state_files(files: Iterable[StateFileInfo]) -> tuple[tuple[HdfsStateFile, ...], tuple[str, ...]]:
     """Return the store files sorted by version, and the names that are neither those nor side files.
 
@@ -166,6 +177,9 @@ def parse_hdfs_state_files(files: Iterable[StateFileInfo]) -> tuple[tuple[HdfsSt
         elif parsed.is_snapshot or parsed.version not in by_version:
             by_version[parsed.version] = parsed
     return tuple(by_version[version] for version in sorted(by_version)), tuple(unknown)
+
+
+_VERSION_FILE_SUFFIXES = (".delta", ".snapshot", ".changelog", ".zip")
 
 
 def _hdfs_file(info: StateFileInfo) -> HdfsStateFile | None:

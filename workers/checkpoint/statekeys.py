@@ -16,6 +16,9 @@ Stored as a file (see StateKeys.to_bytes / parse_state_keys):
     version i64 big-endian  the state store version the keys are of
     count   i64 big-endian  the number of digests that follow
     digests count x 16 bytes, sorted ascending (as bytes)
+
+Format 2 is the key set of a store with column families (statefamilykeys.py): the same header,
+then the family names and a few figures of each key.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .staterows import REMOVED, apply_delta
 
 MAGIC = b"CKWSKEYS"
 FORMAT = 1
+FAMILY_FORMAT = 2  # statefamilykeys.FamilyKeys
 _HEADER = struct.Struct(">8sIqq")
 DIGEST = np.dtype("V16")
 # Changes of a RocksDB changelog that have a key set meaning: put and delete (default column family).
@@ -54,7 +58,7 @@ class StateKeys:
         return len(self.digests)
 
     def to_bytes(self) -> bytes:
-        return _HEADER.pack(MAGIC, FORMAT, self.version, self.rows) + self.digests.tobytes()
+        return pack_key_set_header(FORMAT, self.version, self.rows) + self.digests.tobytes()
 
     def same_keys(self, other: StateKeys) -> bool:
         return self.rows == other.rows and bool(np.array_equal(self.digests, other.digests))
@@ -62,8 +66,7 @@ class StateKeys:
 
 def state_keys_of(keys: Iterable[bytes], *, version: int) -> StateKeys:
     """The key set of ``keys`` (each once or not; a cold read of a version gives them)."""
-    digests = np.frombuffer(b"".join(map(xxhash.xxh3_128_digest, keys)), dtype=DIGEST)
-    return StateKeys(version, np.unique(digests))
+    return StateKeys(version, np.unique(digests_of(keys)))
 
 
 def apply_key_changes(previous: StateKeys, changes: Iterable[tuple[bytes, bool]], *, version: int) -> StateKeys:
@@ -87,12 +90,12 @@ def apply_last_changes(
     if version != previous.version + 1:
         raise ValueError(f"version {version} does not follow the key set's version {previous.version}")
     keys, is_put = list(keys), list(is_put)
-    put = _sorted_digests(compress(keys, is_put))
-    removed = _sorted_digests(compress(keys, map(operator.not_, is_put)))
+    put = sorted_digests(compress(keys, is_put))
+    removed = sorted_digests(compress(keys, map(operator.not_, is_put)))
     digests = previous.digests
-    at, found = _find(digests, removed)
+    at, found = find_digests(digests, removed)
     digests = np.delete(digests, at[found])
-    at, found = _find(digests, put)
+    at, found = find_digests(digests, put)
     return StateKeys(version, np.insert(digests, at[~found], put[~found]))
 
 
@@ -114,12 +117,12 @@ def follow_changelog(previous: StateKeys, data: bytes, *, version: int, source: 
     """The key set after the RocksDB changelog ``data`` (the file as stored) of ``version``.
 
     Raises CheckpointError naming ``source`` for a changelog with column families or with
-    merge / delete-range records (transformWithState: their keys are not rows of one set), and
-    the codec's and changelog reader's errors for a damaged file.
+    merge / delete-range records (those are followed by statefamilykeys.follow_family_changelog),
+    and the codec's and changelog reader's errors for a damaged file.
     """
     changelog = parse_changelog(data, source=source, codec=codec)
     if changelog.has_column_families:
-        raise CheckpointError(source, "the store has column families (transformWithState): its keys are not followed")
+        raise CheckpointError(source, "the store has column families (transformWithState): no key set of them is kept")
     unknown = {record.record_type for record in changelog.records} - _KEY_CHANGES.keys()
     if unknown:
         raise CheckpointError(source, f"{', '.join(sorted(unknown))} records: only puts and deletes are followed")
@@ -130,18 +133,29 @@ def follow_changelog(previous: StateKeys, data: bytes, *, version: int, source: 
 HEADER_BYTES = _HEADER.size
 
 
+def pack_key_set_header(file_format: int, version: int, count: int) -> bytes:
+    return _HEADER.pack(MAGIC, file_format, version, count)
+
+
 def parse_state_keys_header(data: bytes, *, source: str) -> tuple[int, int]:
     """Return (version, count) from the first HEADER_BYTES of a key-set file; raises as parse_state_keys."""
+    return parse_key_set_header(data, source=source)[1:]
+
+
+def parse_key_set_header(data: bytes, *, source: str) -> tuple[int, int, int]:
+    """Return (format, version, count) of a key-set file of either format; raises as parse_state_keys."""
     if len(data) < _HEADER.size:
         raise TruncatedFileError(source, f"{len(data)} bytes, shorter than the {_HEADER.size}-byte header")
     magic, file_format, version, count = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise CorruptFileError(source, f"not a key-set file (magic {magic!r})", offset=0)
-    if file_format != FORMAT:
-        raise CorruptFileError(source, f"key-set format {file_format}, this version reads {FORMAT}", offset=8)
+    if file_format not in (FORMAT, FAMILY_FORMAT):
+        raise CorruptFileError(
+            source, f"key-set format {file_format}, this version reads {FORMAT} and {FAMILY_FORMAT}", offset=8
+        )
     if count < 0 or version < 0:
         raise CorruptFileError(source, f"negative version {version} or count {count}", offset=12)
-    return version, count
+    return file_format, version, count
 
 
 def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
@@ -150,18 +164,30 @@ def parse_state_keys(data: bytes, *, source: str) -> StateKeys:
     Raises CorruptFileError for another magic or format, a negative count or unsorted digests,
     TruncatedFileError when the digests announced are not all there.
     """
-    version, count = parse_state_keys_header(data, source=source)
+    file_format, version, count = parse_key_set_header(data, source=source)
+    if file_format != FORMAT:
+        raise CorruptFileError(source, "the key set of a store with column families (statefamilykeys)", offset=8)
     expected = _HEADER.size + count * DIGEST.itemsize
     if len(data) != expected:
         raise TruncatedFileError(source, f"{count} digests announced: expected {expected} bytes, found {len(data)}")
-    digests = np.frombuffer(data, dtype=DIGEST, offset=_HEADER.size)
+    return StateKeys(version, parse_digests(data, _HEADER.size, count, source=source))
+
+
+def parse_digests(data: bytes, offset: int, count: int, *, source: str) -> np.ndarray:
+    """``count`` digests from ``offset`` (the caller checked they are there); raises unless sorted and distinct."""
+    digests = np.frombuffer(data, dtype=DIGEST, count=count, offset=offset)
     if not _is_strictly_ascending(digests):
         raise CorruptFileError(source, "digests are not sorted and distinct")
-    return StateKeys(version, digests)
+    return digests
 
 
-def _sorted_digests(keys: Iterable[bytes]) -> np.ndarray:
-    return np.sort(np.frombuffer(b"".join(map(xxhash.xxh3_128_digest, keys)), dtype=DIGEST))
+def digests_of(keys: Iterable[bytes]) -> np.ndarray:
+    """The digest of each key, in the keys' order."""
+    return np.frombuffer(b"".join(map(xxhash.xxh3_128_digest, keys)), dtype=DIGEST)
+
+
+def sorted_digests(keys: Iterable[bytes]) -> np.ndarray:
+    return np.sort(digests_of(keys))
 
 
 def _is_strictly_ascending(digests: np.ndarray) -> bool:
@@ -172,7 +198,7 @@ def _is_strictly_ascending(digests: np.ndarray) -> bool:
     return bool(np.all(rising))
 
 
-def _find(digests: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def find_digests(digests: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each of ``wanted`` (sorted) is or would go in ``digests``, and whether it is there."""
     at = np.searchsorted(digests, wanted)
     found = np.zeros(len(wanted), dtype=bool)

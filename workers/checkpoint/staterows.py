@@ -23,7 +23,7 @@ equals replaying iter_state_records into a dict, as loadMap does.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, filterfalse, repeat
 from operator import countOf
@@ -142,24 +142,47 @@ def apply_delta(
     """
     pos, key_sizes = 0, set()
     while (run := find_record_run(raw, pos, source=source, row_checksum=row_checksum)) is not None:
-        if run.count >= MIN_BULK_RECORDS:
-            keys, pos = iter_run_keys(raw, run, row_checksum=row_checksum), run.end
-        elif (end := find_value_run(raw, run, key_sizes, row_checksum=row_checksum)) is not None:
-            keys = cut_value_run_keys(
-                raw, run.start, end, frozenset(key_sizes), run.value_size, row_checksum=row_checksum
-            )
-            pos = end
-        else:  # scan_records always reads the first record: find_record_run has checked it
-            pos = scan_records(
-                raw, pos, changes, row_checksum=row_checksum, forget_removals=not keep_removals, max_bytes=SCAN_BYTES
-            )
+        taken = _run_keys(raw, run, key_sizes, row_checksum=row_checksum)
+        if taken is None:
+            pos = _scan_changes(raw, pos, changes, row_checksum=row_checksum, keep_removals=keep_removals)
             continue
-        if not run.is_removal:
-            changes.update(zip(keys, repeat(run.value_row_size(row_checksum))))
-        elif keep_removals:
-            changes.update(zip(keys, repeat(REMOVED)))
-        else:
-            deque(map(changes.pop, keys, repeat(None)), maxlen=0)
+        keys, pos = taken
+        _apply_run(changes, run, keys, row_checksum=row_checksum, keep_removals=keep_removals)
+
+
+def _scan_changes(raw: bytes, pos: int, changes: dict[bytes, int], *, row_checksum: bool, keep_removals: bool) -> int:
+    """Record the records from ``pos`` one by one (up to SCAN_BYTES) in ``changes``; return where they end.
+
+    scan_records always reads the first record: find_record_run has checked it.
+    """
+    return scan_records(
+        raw, pos, changes, row_checksum=row_checksum, forget_removals=not keep_removals, max_bytes=SCAN_BYTES
+    )
+
+
+def _run_keys(
+    raw: bytes, run: RecordRun, key_sizes: set[int], *, row_checksum: bool
+) -> tuple[Iterable[bytes], int] | None:
+    """The keys taken at once from where ``run`` starts, and where they end: the run's own when it is
+    long, else those of the value run it starts; None when neither (the records are read one by one)."""
+    if run.count >= MIN_BULK_RECORDS:
+        return iter_run_keys(raw, run, row_checksum=row_checksum), run.end
+    end = find_value_run(raw, run, key_sizes, row_checksum=row_checksum)
+    if end is None:
+        return None
+    return cut_value_run_keys(raw, run.start, end, frozenset(key_sizes), run.value_size, row_checksum=row_checksum), end
+
+
+def _apply_run(
+    changes: dict[bytes, int], run: RecordRun, keys: Iterable[bytes], *, row_checksum: bool, keep_removals: bool
+) -> None:
+    """Record the ``keys`` of a run of puts (their value size) or of removals in ``changes``."""
+    if not run.is_removal:
+        changes.update(zip(keys, repeat(run.value_row_size(row_checksum))))
+    elif keep_removals:
+        changes.update(zip(keys, repeat(REMOVED)))
+    else:
+        deque(map(changes.pop, keys, repeat(None)), maxlen=0)
 
 
 def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_checksum: bool = False) -> StateSize:
@@ -171,23 +194,43 @@ def count_snapshot(raw: bytes, source: str, changes: dict[bytes, int], *, row_ch
     total = StateSize(0, 0, 0)
     pos, key_sizes = 0, set()
     while run := find_record_run(raw, pos, source=source, row_checksum=row_checksum, removals_allowed=False):
-        value_size = run.value_row_size(row_checksum)
-        if run.count >= MIN_BULK_RECORDS:
-            live = run.count
-            if changes:
-                live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
-            total = total + StateSize(live, live * run.key_size, live * value_size)
-            pos = run.end
-        elif (end := find_value_run(raw, run, key_sizes, row_checksum=row_checksum)) is not None:
-            total = total + _size_value_run(raw, run, end, frozenset(key_sizes), changes, row_checksum=row_checksum)
-            pos = end
-        else:  # scan_records always reads the first record: find_record_run has checked it
-            scanned: dict[bytes, int] = {}
-            pos = scan_records(
-                raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES
-            )
-            total = total + _size_records(scanned, changes)
+        sized = _size_run(raw, run, key_sizes, changes, row_checksum=row_checksum)
+        size, pos = sized or _size_scanned(raw, pos, changes, row_checksum=row_checksum)
+        total = total + size
     return total
+
+
+def _size_scanned(raw: bytes, pos: int, changes: dict[bytes, int], *, row_checksum: bool) -> tuple[StateSize, int]:
+    """The size of the snapshot records from ``pos``, read one by one (up to SCAN_BYTES), whose keys are
+    not in ``changes``, and where they end.
+
+    scan_records always reads the first record: find_record_run has checked it.
+    """
+    scanned: dict[bytes, int] = {}
+    end = scan_records(raw, pos, scanned, row_checksum=row_checksum, removals_allowed=False, max_bytes=SCAN_BYTES)
+    return _size_records(scanned, changes), end
+
+
+def _size_run(
+    raw: bytes, run: RecordRun, key_sizes: set[int], changes: dict[bytes, int], *, row_checksum: bool
+) -> tuple[StateSize, int] | None:
+    """The size of the snapshot records taken at once from where ``run`` starts (those whose keys are not
+    in ``changes``), and where they end: the run when it is long, else the value run it starts; None
+    when neither (the records are read one by one)."""
+    if run.count >= MIN_BULK_RECORDS:
+        return _size_bulk_run(raw, run, changes, row_checksum=row_checksum), run.end
+    end = find_value_run(raw, run, key_sizes, row_checksum=row_checksum)
+    if end is None:
+        return None
+    return _size_value_run(raw, run, end, frozenset(key_sizes), changes, row_checksum=row_checksum), end
+
+
+def _size_bulk_run(raw: bytes, run: RecordRun, changes: dict[bytes, int], *, row_checksum: bool) -> StateSize:
+    """The size of the records of a long run of a snapshot whose keys are not in ``changes``."""
+    live = run.count
+    if changes:
+        live -= countOf(map(changes.__contains__, iter_run_keys(raw, run, row_checksum=row_checksum)), True)
+    return StateSize(live, live * run.key_size, live * run.value_row_size(row_checksum))
 
 
 def find_value_run(raw: bytes, run: RecordRun, key_sizes: set[int], *, row_checksum: bool = False) -> int | None:

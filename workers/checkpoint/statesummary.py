@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import CheckpointError
@@ -26,17 +26,28 @@ from .layout import COMMITS_DIR, OFFSETS_DIR
 from .logdir import list_batch_ids, read_commit, read_offset_seq
 from .rocksdbloadchain import state_unique_ids_by_version
 from .rocksdbrows import read_rocksdb_rows
-from .rocksdbstate import RocksDBVersionState, summarize_rocksdb_store
+from .rocksdbstate import RocksDBStoreSummary, RocksDBVersionState, summarize_rocksdb_store
 from .stateinventory import (
     DEFAULT_STORE_NAME,
     StateStoreDir,
     detect_provider,
+    earliest_state_version,
     files_for_version,
     list_state_store_dirs,
     parse_hdfs_state_files,
     summarize_hdfs_store,
 )
 from .staterows import read_state_size
+from .statevariables import (
+    StateVariableFigures,
+    count_state_variables,
+    list_schema_files,
+    read_schema_history,
+    read_state_variables,
+    user_rows,
+    with_schema_history,
+)
+from .statevariabletotals import StoreVariableTotal, sum_state_variables
 
 if TYPE_CHECKING:
     from .commits import CommitMetadata
@@ -85,6 +96,11 @@ class StatePartitionSummary:
     # Versions past ``rows_version``'s committed batch (files of a batch without a commit, which a
     # restart rewrites): not in latest_version, delta_chain or the load.
     uncommitted_versions: tuple[int, ...] = ()
+    # A store with column families (transformWithState): each state variable's figures at
+    # ``rows_version``; ``rows`` is then the keys of the user variables (Spark's numKeys).
+    variables: tuple[StateVariableFigures, ...] = ()
+    # The oldest version with a file on storage: Spark's maintenance deletes the versions before it.
+    earliest_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +120,8 @@ class StateStoreSummary:
     max_load_bytes: int | None = None
     # Versions some partition holds past the committed one (a batch with no commit wrote them).
     uncommitted_versions: tuple[int, ...] = ()
+    # A store with column families: each state variable over the partitions, at their rows_version.
+    variables: tuple[StoreVariableTotal, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +134,7 @@ class StateStoreSummary:
             "bytes_on_disk": self.bytes_on_disk,
             "max_delta_chain": self.max_delta_chain,
             "uncommitted_versions": list(self.uncommitted_versions),
+            "variables": [variable.as_json() for variable in self.variables],
         }
 
 
@@ -156,14 +175,16 @@ def summarize_state_stores(
     """
     committed = version if committed_version is None else committed_version
     summaries = []
+    families = _ColumnFamilyStores(storage)
     for store in stores:
         provider = detect_provider(store.files)
         if provider == "rocksdb":
-            summaries.append(
-                _rocksdb_partition(storage, store, version, committed, conf, commits or {}, max_read_bytes)
+            summary = _rocksdb_partition(
+                storage, store, version, committed, conf, commits or {}, max_read_bytes, families
             )
         else:
-            summaries.append(_hdfs_partition(storage, store, provider, version, committed, conf, max_read_bytes))
+            summary = _hdfs_partition(storage, store, provider, version, committed, conf, max_read_bytes)
+        summaries.append(replace(summary, earliest_version=earliest_state_version(store.files)))
     return summaries
 
 
@@ -229,6 +250,7 @@ def _store_total(operator: int, store: str, parts: Sequence[StatePartitionSummar
         max_load_files=max((p.load_files for p in parts if p.load_files is not None), default=None),
         max_load_bytes=max((p.load_bytes for p in parts if p.load_bytes is not None), default=None),
         uncommitted_versions=tuple(sorted({v for p in parts for v in getattr(p, "uncommitted_versions", ())})),
+        variables=tuple(sum_state_variables(parts)),
     )
 
 
@@ -296,39 +318,120 @@ def _rocksdb_partition(
     conf: StateConf,
     commits: Mapping[int, CommitMetadata],
     max_read_bytes: int,
+    families: _ColumnFamilyStores,
 ) -> StatePartitionSummary:
-    # The commit log lists each partition's store ids in store order; only the default store's
-    # place (0) is certain, so named stores of format 2 fall back to the ids their files carry.
-    unique_ids = (
-        state_unique_ids_by_version(commits, operator=store.operator, partition=store.partition)
-        if store.store == DEFAULT_STORE_NAME
-        else None
-    )
     summary = summarize_rocksdb_store(
-        storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=unique_ids
+        storage, store, codec=conf.codec, row_checksum=conf.row_checksum, unique_ids=_rocksdb_unique_ids(store, commits)
     )
-    committed = [s for s in summary.versions if committed_version is None or s.version <= committed_version]
-    latest = committed[-1] if committed else None
-    at_version = next((state for state in summary.versions if state.version == version), None)
-    rows, note = _rocksdb_rows(storage, store, at_version, version, conf, summary.errors, max_read_bytes)
-    chain = None if latest is None else latest.chain
+    at_version = _state_at(summary, version)
+    if families.has(store):
+        figures = _variable_rows(storage, store, at_version, version, conf, max_read_bytes)
+    else:
+        rows, note = _rocksdb_rows(storage, store, at_version, version, conf, summary.errors, max_read_bytes)
+        figures = (rows, note, ())
+    return _rocksdb_partition_summary(store, summary, version, committed_version, figures)
+
+
+def _rocksdb_partition_summary(
+    store: StateStoreDir,
+    summary: RocksDBStoreSummary,
+    version: int | None,
+    committed_version: int | None,
+    figures: tuple[int | None, str, tuple[StateVariableFigures, ...]],
+) -> StatePartitionSummary:
+    """A RocksDB store's partition: its ``summary`` and the rows, note and variables of ``version``."""
+    rows, note, variables = figures
+    committed = _committed_states(summary, committed_version)
     return StatePartitionSummary(
         operator=store.operator,
         partition=store.partition,
         store=store.store,
         provider="rocksdb",
         path=store.path,
-        latest_version=None if latest is None else latest.version,
-        snapshot_version=None if chain is None or chain.snapshot is None else chain.snapshot.version,
-        delta_chain=None if chain is None else len(chain.changelogs),
         bytes_on_disk=summary.bytes_on_disk,
         rows=rows,
         rows_version=None if rows is None else version,
         note=note,
-        load_files=None if chain is None else len(chain.changelogs) + (chain.snapshot is not None),
-        load_bytes=None if chain is None else sum(f.size for f in (chain.snapshot, *chain.changelogs) if f is not None),
         uncommitted_versions=tuple(state.version for state in summary.versions[len(committed) :]),
+        variables=variables,
+        **_rocksdb_latest_load(committed[-1] if committed else None),
     )
+
+
+def _state_at(summary: RocksDBStoreSummary, version: int | None) -> RocksDBVersionState | None:
+    return next((state for state in summary.versions if state.version == version), None)
+
+
+def _committed_states(summary: RocksDBStoreSummary, committed_version: int | None) -> list[RocksDBVersionState]:
+    """The store's versions up to ``committed_version`` (all when None), in order."""
+    return [s for s in summary.versions if committed_version is None or s.version <= committed_version]
+
+
+class _ColumnFamilyStores:
+    """Which (operator, store) are transformWithState stores: those with state schema v3 files.
+    One LIST per operator and store, however many partitions it has."""
+
+    def __init__(self, storage: CheckpointStorage) -> None:
+        self._storage = storage
+        self._known: dict[tuple[int, str], bool] = {}
+
+    def has(self, store: StateStoreDir) -> bool:
+        key = (store.operator, store.store)
+        if key not in self._known:
+            self._known[key] = bool(list_schema_files(self._storage, store.operator, store.store))
+        return self._known[key]
+
+
+def _variable_rows(
+    storage: CheckpointStorage,
+    store: StateStoreDir,
+    at_version: RocksDBVersionState | None,
+    version: int | None,
+    conf: StateConf,
+    max_read_bytes: int,
+) -> tuple[int | None, str, tuple[StateVariableFigures, ...]]:
+    """Rows, note and per-variable figures at ``version`` of a store with column families."""
+    if at_version is None or not at_version.is_loadable:
+        rows, note = _rocksdb_rows(storage, store, at_version, version, conf, (), max_read_bytes)
+        return rows, note, ()
+    try:
+        variables = read_state_variables(storage, store.operator, store.store)
+        figures = count_state_variables(
+            storage,
+            store,
+            at_version.version,
+            variables,
+            codec=conf.codec,
+            unique_id=at_version.chain.unique_id,
+            max_read_bytes=max_read_bytes,
+        )
+        figures = with_schema_history(figures, read_schema_history(storage, store.operator, store.store))
+    except CheckpointError as exc:
+        return None, str(exc), ()
+    return user_rows(figures), "", figures
+
+
+def _rocksdb_unique_ids(store: StateStoreDir, commits: Mapping[int, CommitMetadata]) -> dict[int, str] | None:
+    """The store's unique ids by version from the commit log, or None to use those its files carry."""
+    # The commit log lists each partition's store ids in store order; only the default store's
+    # place (0) is certain, so named stores of format 2 fall back to the ids their files carry.
+    if store.store != DEFAULT_STORE_NAME:
+        return None
+    return state_unique_ids_by_version(commits, operator=store.operator, partition=store.partition)
+
+
+def _rocksdb_latest_load(latest: RocksDBVersionState | None) -> dict[str, int | None]:
+    """The summary's fields of the newest committed version: its zip, its changelogs, what loading it reads."""
+    if latest is None:
+        return dict.fromkeys(("latest_version", "snapshot_version", "delta_chain", "load_files", "load_bytes"))
+    chain = latest.chain
+    return {
+        "latest_version": latest.version,
+        "snapshot_version": None if chain.snapshot is None else chain.snapshot.version,
+        "delta_chain": len(chain.changelogs),
+        "load_files": len(chain.changelogs) + (chain.snapshot is not None),
+        "load_bytes": sum(f.size for f in (chain.snapshot, *chain.changelogs) if f is not None),
+    }
 
 
 def _rocksdb_rows(

@@ -11,7 +11,7 @@ read or parsed becomes an entry of ``errors`` and the walk goes on, so one corru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -116,18 +116,8 @@ def summarize_checkpoint(
     query_id = _find_query_id(storage, issues)
     offset_ids = _list_ids(storage, OFFSETS_DIR, issues)
     commit_ids = _list_ids(storage, COMMITS_DIR, issues)
-    committed = set(commit_ids)
-    batches = [_summarize_batch(storage, batch_id, batch_id in committed, issues) for batch_id in offset_ids]
-    for batch_id in commit_ids:
-        _record_errors(issues, f"{COMMITS_DIR}/{batch_id}", read_commit, storage, batch_id)
-    parsed = [batch for batch in batches if batch is not None]
-    source_logs = file_source_log_dirs(parsed[-1].sources) if parsed else []
-    logs = [
-        _record_errors(issues, dirname, _read_log, storage, dirname, "source", default_compact_interval)
-        for dirname in source_logs
-    ]
-    if sink_log is not None:
-        logs.append(_read_sink_log(sink_log, default_compact_interval, issues))
+    parsed = _read_batches(storage, offset_ids, commit_ids, issues)
+    logs = _read_metadata_logs(storage, parsed, sink_log, default_compact_interval, issues)
     return CheckpointSummary(
         query_id=query_id,
         offset_ids=tuple(offset_ids),
@@ -136,6 +126,32 @@ def summarize_checkpoint(
         errors=tuple(issues),
         metadata_logs=tuple(log for log in logs if log is not None),
     )
+
+
+def _read_batches(
+    storage: CheckpointStorage, offset_ids: Sequence[int], commit_ids: Sequence[int], issues: list[FileIssue]
+) -> list[BatchSummary]:
+    """The batches whose offsets parse, in order; every commit is read too (its errors are recorded)."""
+    committed = set(commit_ids)
+    batches = [_summarize_batch(storage, batch_id, batch_id in committed, issues) for batch_id in offset_ids]
+    for batch_id in commit_ids:
+        _record_errors(issues, f"{COMMITS_DIR}/{batch_id}", read_commit, storage, batch_id)
+    return [batch for batch in batches if batch is not None]
+
+
+def _read_metadata_logs(
+    storage: CheckpointStorage,
+    batches: Sequence[BatchSummary],
+    sink_log: CheckpointStorage | None,
+    interval: int,
+    issues: list[FileIssue],
+) -> list[MetadataLogSummary | None]:
+    """The logs of the file sources the latest batch reads, then the sink's log (None: one that failed)."""
+    source_logs = file_source_log_dirs(batches[-1].sources) if batches else []
+    logs = [_record_errors(issues, dirname, _read_log, storage, dirname, "source", interval) for dirname in source_logs]
+    if sink_log is not None:
+        logs.append(_read_sink_log(sink_log, interval, issues))
+    return logs
 
 
 def _read_log(storage: CheckpointStorage, dirname: str, kind: str, interval: int) -> MetadataLogSummary:

@@ -170,7 +170,7 @@ class _Decoder:
 
     def fixed(self, at: int, fixed: _Fixed, data_type: DataType) -> Any:
         (raw,) = struct.unpack_from(fixed.fmt, self.data, at)
-        return _convert_fixed(raw, data_type)
+        return python_value(raw, data_type)
 
     def variable(self, at: int, length: int, data_type: DataType, path: str) -> Any:
         """Decode a variable-length value of ``length`` bytes at ``at``."""
@@ -294,7 +294,7 @@ def _element_width(data_type: DataType) -> int | None:
     return 8 if _is_variable(data_type) else None
 
 
-def _convert_fixed(raw: Any, data_type: DataType) -> Any:
+def python_value(raw: Any, data_type: DataType) -> Any:
     """Turn the raw number of a fixed-width slot into the Python value of its type."""
     if isinstance(data_type, DecimalType):
         return _decimal(raw, data_type.scale)

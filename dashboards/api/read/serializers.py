@@ -94,6 +94,7 @@ class StatePartitionSerializer(serializers.ModelSerializer):
             "provider",
             "path",
             "latest_version",
+            "earliest_version",
             "snapshot_version",
             "delta_chain",
             "load_files",

@@ -50,43 +50,29 @@ class Command(BaseCommand):
         password = _ensure_demo_user()
         supervisor = Supervisor(self._say)
         # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, _raise_keyboard_interrupt)
+        _on_stop_signals(_raise_keyboard_interrupt)
         try:
-            ingest = {
-                "CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}",
-                "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token(),
-            }
-            pipeline_env = {**os.environ, **ingest}
-            # Started again after a crash, it resumes its queries from their checkpoints, which are
-            # registered already: its output then goes straight to ours.
-            pipeline = supervisor.start(
-                "the PySpark demo pipeline",
-                [sys.executable, "-m", "pipelines.demo", str(_demo_dir())],
-                stdout=subprocess.PIPE,
-                env=pipeline_env,
-                restart_kwargs={"env": pipeline_env},
-            )
-            self._register_demo_checkpoints(pipeline)
-            supervisor.start("the Celery worker", _celery("worker", "--loglevel=INFO", "--concurrency=2"))
-            supervisor.start("celery beat", _celery("beat", "--loglevel=INFO"))
-            supervisor.start(
-                "the web server (gunicorn)",
-                web_command(port),
-                env=web_env,
-            )
-            self.stdout.write(
-                self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}")
-            )
-            self.stdout.write("Press Ctrl-C to stop everything.")
+            self._start_all(supervisor, port, web_env, password)
             _supervise(supervisor, seconds)
         except KeyboardInterrupt:
             self.stdout.write("stopping…")
         finally:
             # A second Ctrl-C must not cut the shutdown short.
-            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(signum, signal.SIG_IGN)
+            _on_stop_signals(signal.SIG_IGN)
             supervisor.stop()
+
+    def _start_all(self, supervisor: Supervisor, port: int, web_env: dict[str, str], password: str) -> None:
+        """The pipeline (its checkpoints registered as it announces them), Celery and the web server;
+        then where the demo serves and how to sign in."""
+        pipeline = _start_pipeline(supervisor, port)
+        self._register_demo_checkpoints(pipeline)
+        supervisor.start("the Celery worker", _celery("worker", "--loglevel=INFO", "--concurrency=2"))
+        supervisor.start("celery beat", _celery("beat", "--loglevel=INFO"))
+        supervisor.start("the web server (gunicorn)", web_command(port), env=web_env)
+        self.stdout.write(
+            self.style.SUCCESS(f"ckptweb demo: http://127.0.0.1:{port}/  user {DEMO_USER!r} password {password!r}")
+        )
+        self.stdout.write("Press Ctrl-C to stop everything.")
 
     def _say(self, line: str) -> None:
         self.stdout.write(self.style.WARNING(line))
@@ -98,15 +84,7 @@ class Command(BaseCommand):
         for line in pipeline.stdout:
             parts = line.decode().split()
             if parts[:1] == ["checkpoint"] and len(parts) == 4:
-                call_command(
-                    "register_checkpoint",
-                    parts[1],
-                    parts[2],
-                    sink_log=parts[3],
-                    interval=DEMO_SYNC_INTERVAL_SECONDS,
-                    compact_interval=DEMO_COMPACT_INTERVAL,
-                    stdout=self.stdout,
-                )
+                self._register(name=parts[1], url=parts[2], sink_log=parts[3])
                 registered += 1
             elif parts[:1] == ["ready"] or time.monotonic() > deadline:
                 break
@@ -114,6 +92,41 @@ class Command(BaseCommand):
             raise CommandError("the demo pipeline announced no checkpoint; see its output above")
         # Keep draining the pipeline's stdout so that it never blocks on a full pipe.
         threading.Thread(target=_copy_lines, args=(pipeline.stdout,), daemon=True).start()
+
+    def _register(self, *, name: str, url: str, sink_log: str) -> None:
+        call_command(
+            "register_checkpoint",
+            name,
+            url,
+            sink_log=sink_log,
+            interval=DEMO_SYNC_INTERVAL_SECONDS,
+            compact_interval=DEMO_COMPACT_INTERVAL,
+            stdout=self.stdout,
+        )
+
+
+def _on_stop_signals(handler) -> None:
+    """Handle SIGINT, SIGTERM and SIGHUP with ``handler``."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
+
+
+def _start_pipeline(supervisor: Supervisor, port: int) -> subprocess.Popen:
+    """The PySpark demo pipeline, sending its progress to our ingest API with the pipeline's token."""
+    ingest = {
+        "CKPTWEB_INGEST_URL": f"http://127.0.0.1:{port}",
+        "CKPTWEB_INGEST_TOKEN": _ensure_pipeline_token(),
+    }
+    pipeline_env = {**os.environ, **ingest}
+    # Started again after a crash, it resumes its queries from their checkpoints, which are
+    # registered already: its output then goes straight to ours.
+    return supervisor.start(
+        "the PySpark demo pipeline",
+        [sys.executable, "-m", "pipelines.demo", str(_demo_dir())],
+        stdout=subprocess.PIPE,
+        env=pipeline_env,
+        restart_kwargs={"env": pipeline_env},
+    )
 
 
 def web_environment() -> dict[str, str]:
@@ -126,7 +139,10 @@ def web_environment() -> dict[str, str]:
 
 
 def web_command(port: int) -> list[str]:
-    return [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    # No control socket: gunicorn's default is one path for every server of the user
+    # (~/.gunicorn/gunicorn.ctl), which a second one (a test's, a bench's) takes over and deletes.
+    bind = ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--no-control-socket"]
+    return [sys.executable, "-m", "gunicorn", "ckptweb.wsgi", *bind]
 
 
 def collect_static(environment: dict[str, str]) -> None:

@@ -77,12 +77,7 @@ class Command(BaseCommand):
             raise CommandError("--compact-interval must be at least 1")
         try:
             storage, sink_storage = self._open_checked(url, sink_log)
-            summary = summarize_checkpoint(
-                storage, sink_log=sink_storage, default_compact_interval=compact_interval
-            ).as_json()
-            summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
-            findings = check_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval)
-            summary["findings"] = [asdict(finding) for finding in findings]
+            summary = _read_summary(storage, sink_storage, compact_interval)
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
         if json:
@@ -103,6 +98,15 @@ class Command(BaseCommand):
         if root.warning is not None:
             self.stderr.write(f"warning: {root.warning}")
         return storage, sink_storage
+
+
+def _read_summary(storage: CheckpointStorage, sink_storage: CheckpointStorage | None, compact_interval: int) -> dict:
+    """The checkpoint's summary as JSON, with its state stores and the integrity check's findings."""
+    summary = summarize_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval).as_json()
+    summary["state"] = [store.as_json() for store in summarize_stores(read_checkpoint_state(storage))]
+    findings = check_checkpoint(storage, sink_log=sink_storage, default_compact_interval=compact_interval)
+    summary["findings"] = [asdict(finding) for finding in findings]
+    return summary
 
 
 def _inspect_via(url: str, server: str, token: str, *, as_json: bool) -> str:
@@ -149,7 +153,7 @@ def _text(summary: dict) -> str:
         f"uncommitted: {', '.join(map(str, summary['uncommitted'])) or 'none'}",
     ]
     lines += [_log_line(log) for log in summary["metadata_logs"]]
-    lines += [_state_line(store) for store in summary["state"]]
+    lines += [line for store in summary["state"] for line in (_state_line(store), *_variable_lines(store))]
     lines += [
         f"{finding['severity']}:".ljust(13) + f"{finding['path']}: {finding['message']} [{finding['code']}]"
         for finding in summary["findings"]
@@ -176,6 +180,17 @@ def _state_line(store: dict) -> str:
         f"{store['partitions']} partitions, version {store['latest_version']}, {rows}, "
         f"{store['bytes_on_disk']} bytes, longest delta chain {chain}" + _uncommitted_text(store)
     )
+
+
+def _variable_lines(store: dict) -> list[str]:
+    """One line per state variable of a store with column families (transformWithState)."""
+    return [
+        "variable:".ljust(13) + f"operator {store['operator']} store {store['store']}: {v['name']} ({v['kind']}), "
+        f"{v['rows']} rows"
+        + (f", {v['values']} elements" if v["values"] != v["rows"] else "")
+        + f", {v['bytes']} bytes at version {'/'.join(map(str, v['versions'])) or '?'}"
+        for v in store.get("variables") or ()
+    ]
 
 
 def _uncommitted_text(store: dict) -> str:

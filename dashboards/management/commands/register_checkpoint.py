@@ -5,10 +5,9 @@ holds no file sink log, is refused with the reason and exit status 1), and the s
 record it, refused or accepted, under the name of the shell user.
 """
 
-import getpass
-
 from django.core.management.base import BaseCommand, CommandError
 
+from dashboards.management.command_line import command_line_actor
 from dashboards.models import Checkpoint
 from dashboards.registry.forms import CheckpointForm
 from dashboards.registry.registrations import audit_refusal, refusal_reasons, save_registration
@@ -54,7 +53,7 @@ class Command(BaseCommand):
             instance.sync_interval_seconds if instance else Checkpoint().sync_interval_seconds
         )
         form = CheckpointForm(data, instance=instance)
-        actor_name = f"{getpass.getuser()} (register_checkpoint)"
+        actor_name = command_line_actor("register_checkpoint")
         if not form.is_valid():
             audit_refusal(form, actor_name=actor_name)
             raise CommandError(refusal_reasons(form))

@@ -41,7 +41,7 @@ def test_a_plan_says_which_clock_it_measured_ages_on(tmp_path):
     storage = CheckpointStorage(str(root))
     plan = plan_action("purge", storage, {"keep_batches": 1}, now=time.time(), quiet_seconds=300)
 
-    assert any(f"The clock of {storage.url}" in note and "agrees with this worker's" in note for note in plan.notes), (
-        plan.notes
-    )
+    (clock,) = [p for p in plan.preconditions if p.name == "storage-clock"]
+    assert clock.ok and clock.detail.startswith(f"the clock of {storage.url} agrees with this worker's"), clock
+    assert not any("clock" in note for note in plan.notes), plan.notes  # the notes say what cannot be undone
     assert not [name for name in os.listdir(root) if is_temporary_name(name)]

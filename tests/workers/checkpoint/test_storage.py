@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -361,3 +362,28 @@ def test_copy_to_local_stops_at_the_limit_and_never_overwrites(local_checkpoint,
         storage.copy_to_local("metadata", str(tmp_path / "a"), max_bytes=3)
     with pytest.raises(StorageError, match=r"^metadata: cannot copy the file to .*/a: FileExistsError"):
         storage.copy_to_local("metadata", str(tmp_path / "a"))
+
+
+def test_a_file_renamed_away_while_its_directory_is_listed_is_left_out_not_an_error(local_checkpoint, monkeypatch):
+    """Spark renames its temporary files (and their CRCs) while the sync lists a state directory:
+    scandir has read the name, the file is gone when it is looked at."""
+    from workers.checkpoint.storage import localfiles
+
+    directory = local_checkpoint / "state"
+    directory.mkdir()
+    for name in ("1.delta", "..2.delta.tmp.crc", "2.delta"):
+        (directory / name).write_bytes(b"x")
+    real_scandir = os.scandir
+
+    @contextlib.contextmanager
+    def scandir_then_rename(descriptor):
+        """The directory is read (one getdents for a small one), then the CRC is renamed away."""
+        with real_scandir(descriptor) as listing:
+            entries = list(listing)
+            os.replace(directory / "..2.delta.tmp.crc", directory / "gone-elsewhere")
+            (directory / "gone-elsewhere").unlink()
+            yield iter(entries)
+
+    monkeypatch.setattr(localfiles.os, "scandir", scandir_then_rename)
+    names = [info.name for info in CheckpointStorage(str(local_checkpoint)).list_dir("state")]
+    assert names == ["1.delta", "2.delta"]

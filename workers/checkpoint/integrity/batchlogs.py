@@ -58,7 +58,7 @@ def check_uncommitted(
     unless Spark 2.1 or earlier wrote the checkpoint (CheckpointFacts.predates_commit_log)."""
     if not offset_ids:
         return
-    latest, committed = offset_ids[-1], set(commit_ids)
+    latest = offset_ids[-1]
     beyond = [b for b in offset_ids if not commit_ids or b > commit_ids[-1]]
     if beyond == [latest]:
         yield Finding(
@@ -72,6 +72,12 @@ def check_uncommitted(
         yield _no_commit_log(latest)
     elif len(beyond) > 1:
         yield _uncommitted_batches(beyond, commit_ids)
+    yield from _missing_commits(offset_ids, commit_ids)
+
+
+def _missing_commits(offset_ids: Sequence[int], commit_ids: Sequence[int]) -> Iterator[Finding]:
+    """The batches with offsets but no commit between the first and the latest commit."""
+    committed = set(commit_ids)
     for batch_id in offset_ids:
         if commit_ids and commit_ids[0] <= batch_id < commit_ids[-1] and batch_id not in committed:
             yield Finding(

@@ -52,19 +52,38 @@ def gather_facts(
     listing = list_tree(storage)
     reads = _read_restart_files(storage, listing)
     interval = default_compact_interval
-    logs = [
-        _read_compactible_log(storage, dirname, tuple(listing.list_dir(dirname)), dirname, "source", interval)
-        for dirname in _file_source_logs(reads)
-    ]
+    logs = _read_source_logs(storage, listing, reads, interval)
     if sink_log is None:
         facts = CheckpointFacts(listing, reads, tuple(logs), observed_at=observed_at)
     else:
-        dirname, url = sink_log_location(sink_log)
-        sink_listing = list_tree(sink_log, dirname)
-        files = tuple(sink_listing.list_dir(dirname))
-        logs.append(_read_compactible_log(sink_log, dirname, files, url, "sink", interval))
-        facts = CheckpointFacts(listing, reads, tuple(logs), sink_listing.failures, sink_listing, observed_at)
+        facts = _facts_with_sink_log(listing, reads, logs, sink_log, interval, observed_at)
     return replace(facts, lone_partition_operators=_describe_lone_partition_operators(storage, facts))
+
+
+def _read_source_logs(
+    storage: CheckpointStorage, listing: TreeListing, reads: Iterable[ReadOutcome], interval: int
+) -> list[CompactibleLog]:
+    """The logs of the file sources the restart files name, each listed from ``listing``."""
+    return [
+        _read_compactible_log(storage, dirname, tuple(listing.list_dir(dirname)), dirname, "source", interval)
+        for dirname in _file_source_logs(reads)
+    ]
+
+
+def _facts_with_sink_log(
+    listing: TreeListing,
+    reads: tuple[ReadOutcome, ...],
+    logs: Sequence[CompactibleLog],
+    sink_log: CheckpointStorage,
+    interval: int,
+    observed_at: float,
+) -> CheckpointFacts:
+    """The facts of the checkpoint and its file sink's log: listed once, read after the sources' ``logs``."""
+    dirname, url = sink_log_location(sink_log)
+    sink_listing = list_tree(sink_log, dirname)
+    files = tuple(sink_listing.list_dir(dirname))
+    sink = _read_compactible_log(sink_log, dirname, files, url, "sink", interval)
+    return CheckpointFacts(listing, reads, (*logs, sink), sink_listing.failures, sink_listing, observed_at)
 
 
 def _attempt(path: str, read: Callable[..., Any], *args: Any, **kwargs: Any) -> ReadOutcome:

@@ -30,23 +30,13 @@ def check_leftovers(facts: CheckpointFacts) -> Iterator[Finding]:
 def _leftovers_in(dirname: str, entries: Sequence[FileInfo], in_progress_after: float | None) -> Iterator[Finding]:
     """``in_progress_after``: a temporary file modified after this (epoch seconds) is a write in flight."""
     names = {info.name for info in entries if not info.is_dir}
-    recent = {
-        info.name
-        for info in entries
-        if in_progress_after is not None and info.mtime is not None and info.mtime > in_progress_after
-    }
+    recent = _modified_after(entries, in_progress_after)
     for name in sorted(names):
         checked = name[1 : -len(".crc")] if is_hadoop_checksum(name) else name
         if is_temporary_name(checked) and name in recent:
             continue
         if is_temporary_name(checked):
-            yield Finding(
-                "warning",
-                "temporary-file",
-                join_path(dirname, name),
-                "temporary file of an atomic write that never completed (or is in progress)",
-                "None: Spark ignores it. When no query is running it is garbage from a crash and can be deleted.",
-            )
+            yield _temporary_file(join_path(dirname, name))
         elif checked != name and checked not in names:
             yield Finding(
                 "warning",
@@ -55,3 +45,18 @@ def _leftovers_in(dirname: str, entries: Sequence[FileInfo], in_progress_after: 
                 f"Hadoop checksum of {checked}, which no longer exists",
                 "None: Spark ignores it. It was left by a deletion that bypassed Hadoop; it can be deleted.",
             )
+
+
+def _modified_after(entries: Sequence[FileInfo], after: float | None) -> set[str]:
+    """The names of the ``entries`` modified after ``after`` (none when it or their time is unknown)."""
+    return {info.name for info in entries if after is not None and info.mtime is not None and info.mtime > after}
+
+
+def _temporary_file(path: str) -> Finding:
+    return Finding(
+        "warning",
+        "temporary-file",
+        path,
+        "temporary file of an atomic write that never completed (or is in progress)",
+        "None: Spark ignores it. When no query is running it is garbage from a crash and can be deleted.",
+    )

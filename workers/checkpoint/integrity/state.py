@@ -14,7 +14,7 @@ from ..errors import MissingFileError
 from ..inventory import join_path
 from ..layout import OFFSETS_DIR
 from ..offsets import OffsetSeq
-from ..rocksdbfiles import parse_rocksdb_store_files
+from ..rocksdbfiles import RocksDBStoreFiles, parse_rocksdb_store_files
 from ..rocksdbloadchain import resolve_load_chain
 from ..singlepartition import runs_on_one_partition
 from ..stateinventory import (
@@ -124,6 +124,15 @@ def _missing_hdfs_file(store: StateStoreDir, version: int) -> MissingFileError |
     return None
 
 
+def _any_file_of_a_version(files: RocksDBStoreFiles) -> RocksDBStoreFiles:
+    """Format 2's zips and changelogs without their unique ids, so that any file of a version counts."""
+    return replace(
+        files,
+        zips=tuple(replace(f, unique_id=None) for f in files.zips),
+        changelogs=tuple(replace(f, unique_id=None) for f in files.changelogs),
+    )
+
+
 def _missing_rocksdb_file(store: StateStoreDir, version: int) -> MissingFileError | None:
     """RocksDB: the newest ``N.zip`` at or below the version, then every changelog after it.
 
@@ -133,11 +142,7 @@ def _missing_rocksdb_file(store: StateStoreDir, version: int) -> MissingFileErro
     """
     files = parse_rocksdb_store_files(store.files)
     if files.checkpoint_format == 2:
-        files = replace(
-            files,
-            zips=tuple(replace(f, unique_id=None) for f in files.zips),
-            changelogs=tuple(replace(f, unique_id=None) for f in files.changelogs),
-        )
+        files = _any_file_of_a_version(files)
     chain = resolve_load_chain(files, version)
     if chain.is_loadable:
         return None

@@ -47,7 +47,7 @@ from ..storage.checkpointstorage import CheckpointStorage
 from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition
-from .planning import delete_with_sidecars, join, precondition_unless, start_plan
+from .planning import PlanStart, delete_with_sidecars, join, precondition_unless, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
 from .rocksdbcleanup import RocksDBStoreListing, ZipMetadata, plan_rocksdb_store_cleanup
 from .statestores import (
@@ -128,27 +128,44 @@ def cleanup_plan_from_listings(
     stays): a restart needs only the newest versions, and a purge that keeps offsets for every
     state version on disk needs this cleanup to go first.
     """
-    if min_versions_to_retain < 1:
-        raise ValueError(f"min_versions_to_retain must be >= 1 (as minBatchesToRetain), not {min_versions_to_retain}")
+    _check_min_versions_to_retain(min_versions_to_retain)
     parameters = {
         "min_versions_to_retain": min_versions_to_retain,
         "stores": stores_parameter(stores),
         "keep_offsets_range": keep_offsets_range,
     }
     start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
-    survey = _Survey.of_request(listings, zip_metadata, now, min_versions_to_retain, keep_offsets_range)
+    return _survey_and_finish(start, listings, zip_metadata, stores)
+
+
+def _survey_and_finish(
+    start: PlanStart, listings: StateListings, zip_metadata: ZipMetadata | None, stores: Collection[str] | None
+) -> MaintenancePlan:
+    """Survey the chosen ``stores`` (all when None) and turn what it found into the plan."""
+    retain, keep_offsets_range = start.parameters["min_versions_to_retain"], start.parameters["keep_offsets_range"]
+    survey = _Survey.of_request(listings, zip_metadata, start.now, retain, keep_offsets_range)
     chosen, unknown = survey_stores(listings.stores, stores, survey.add)
     deletes = survey.deletes + survey.temporaries
     return start.finish(
         deletes=deletes,
-        preconditions=(
-            _committed_precondition(survey.committed),
-            stores_exist(unknown),
-            _provider_precondition(survey.refused),
-            precondition_unless("retention", survey.lost, survey.retention_detail()),
-        ),
+        preconditions=_preconditions(survey, unknown),
         summary=_summary(survey, deletes, stores_chosen=len(chosen)),
         notes=survey.notes,
+    )
+
+
+def _check_min_versions_to_retain(min_versions_to_retain: int) -> None:
+    if min_versions_to_retain < 1:
+        raise ValueError(f"min_versions_to_retain must be >= 1 (as minBatchesToRetain), not {min_versions_to_retain}")
+
+
+def _preconditions(survey: _Survey, unknown: Sequence[str]) -> tuple[Precondition, ...]:
+    """The plan's own preconditions, after the ``survey`` of the stores (``unknown``: stores asked for but absent)."""
+    return (
+        _committed_precondition(survey.committed),
+        stores_exist(unknown),
+        _provider_precondition(survey.refused),
+        precondition_unless("retention", survey.lost, survey.retention_detail()),
     )
 
 
@@ -359,6 +376,11 @@ def explain_nothing_to_clean(*, oldest: int | None, latest: int | None, retain: 
             f"nothing to do: {on_disk} on disk must stay loadable because offsets/ still holds batch {protect_from} "
             "(the option to keep the state of every batch still in offsets/); turn it off, or purge offsets/ first"
         )
+    return _all_retained(on_disk, oldest=oldest, latest=latest, retain=retain)
+
+
+def _all_retained(on_disk: str, *, oldest: int, latest: int, retain: int) -> str:
+    """Why nothing goes when retaining ``retain`` versions keeps every one ``on_disk``, and what retains fewer."""
     fewer = latest - oldest - 1
     change = f"; retaining {fewer} or fewer would retain less than is on disk" if fewer >= 1 else ""
     retaining = plural(retain, "state version")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..storage.checkpointstorage import CheckpointStorage
+from .plan import Precondition, precondition
 
 # The probe is named as an atomic write's temporary file (``.<name>.<uuid>.tmp``) at the checkpoint
 # root: no Spark reader lists there, and one a killed worker leaves is garbage that cleanup removes.
@@ -42,16 +43,17 @@ class StorageClock:
         return local_now + self.offset - self.uncertainty
 
     def describe(self, where: str) -> str:
+        """The reading as the "storage-clock" precondition's detail says it."""
         if abs(self.offset) <= self.uncertainty:
             return (
-                f"The clock of {where} agrees with this worker's (within {self.uncertainty:.1f} s, "
-                "read by stamping a file)."
+                f"the clock of {where} agrees with this worker's (within {self.uncertainty:.1f} s, "
+                "read by stamping a file)"
             )
         direction = "ahead of" if self.offset > 0 else "behind"
         return (
-            f"The clock of {where} is {abs(self.offset):,.1f} s {direction} this worker's "
+            f"the clock of {where} is {abs(self.offset):,.1f} s {direction} this worker's "
             f"(± {self.uncertainty:.1f} s, read by "
-            "stamping a file); file ages are measured on the storage's clock."
+            "stamping a file): file ages are measured on the storage's clock"
         )
 
 
@@ -70,17 +72,19 @@ def read_storage_clock(storage: CheckpointStorage, *, clock: Callable[[], float]
     return None if stamped_at is None else clock_from_stamp(sent_at, answered_at, stamped_at)
 
 
-def storage_now(storages: Iterable[CheckpointStorage], local_now: float) -> tuple[float, tuple[str, ...]]:
-    """ "Now" for a plan over ``storages``: the earliest of their clocks, with a note on each clock read.
+def storage_now(storages: Iterable[CheckpointStorage], local_now: float) -> tuple[float, tuple[Precondition, ...]]:
+    """ "Now" for a plan over ``storages``: the earliest of their clocks, with a "storage-clock"
+    precondition for each clock read, whose detail is the reading (it holds: a clock off is measured
+    on, not refused).
 
-    A storage that keeps no times gives no note and no correction (the plan's precondition on
+    A storage that keeps no times gives no reading and no correction (the plan's precondition on
     modification times refuses then).
     """
-    now, notes = None, []
+    now, readings = None, []
     for storage in {storage.url: storage for storage in storages}.values():
         reading = read_storage_clock(storage)
         if reading is None:
             continue
         now = reading.now(local_now) if now is None else min(now, reading.now(local_now))
-        notes.append(reading.describe(storage.url))
-    return (local_now if now is None else now), tuple(notes)
+        readings.append(precondition("storage-clock", True, reading.describe(storage.url)))
+    return (local_now if now is None else now), tuple(readings)

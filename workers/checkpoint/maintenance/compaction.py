@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..compactible import (
     COMPACTIBLE_LOG_MAX_VERSION,
@@ -56,7 +56,7 @@ from ..storage.checkpointstorage import MAX_LOG_FILE_BYTES, CheckpointStorage
 from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, precondition
-from .planning import delete_with_sidecars, join, list_batch_logs, start_plan
+from .planning import PlanStart, delete_with_sidecars, join, list_batch_logs, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
 from .sidecars import directory_uses_hadoop_crc
 
@@ -97,28 +97,56 @@ def plan_compaction(
     and its inputs when one is due, and for a source log the latest committed offsets file.
     """
     log_dir, kind = _resolve_log(log_storage, log_dir, kind)
-    listing = log_storage.list_dir(log_dir)
-    offsets, commits = list_batch_logs(checkpoint_storage)
+    listings = _Listings(log_storage.list_dir(log_dir), *list_batch_logs(checkpoint_storage))
     common = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "quiet_seconds": quiet_seconds}
     retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
     parts = []
     if compact:
-        unreadable = _read_compaction_files(log_storage, log_dir, listing, kind, compact_interval)
-        parts.append(
-            compaction_plan_from_listings(
-                listing, offsets, commits, retention_ms=retention_ms, unreadable=unreadable, now=now, **common
-            )
-        )
+        parts.append(_compaction_part(log_storage, listings, retention_ms, now, common))
     if expire:
-        needed_from = _source_needed_from(checkpoint_storage, log_dir, offsets, commits) if kind == "source" else None
-        written = _written_files(parts, now)
-        parts.append(
-            expiry_plan_from_listings(
-                [*listing, *written], offsets, commits, source_needed_from=needed_from, now=now, **common, **retain
-            )
-        )
+        parts.append(_expiry_part(checkpoint_storage, listings, parts, now, {**common, **retain}))
     parameters = {**common, "retention_ms": retention_ms, **retain, "compact": compact, "expire": expire}
     return merge_plans(parts, parameters={**parameters, "log_url": log_storage.url}, now=now)
+
+
+class _Listings(NamedTuple):
+    """The LISTs a compaction plan judges: the log's directory, the checkpoint's offsets and commits."""
+
+    log: list[FileInfo]
+    offsets: Sequence[FileInfo]
+    commits: Sequence[FileInfo]
+
+
+def _compaction_part(
+    log_storage: CheckpointStorage,
+    listings: _Listings,
+    retention_ms: int | None,
+    now: float,
+    common: Mapping[str, Any],
+) -> MaintenancePlan:
+    """The compaction part of :func:`plan_compaction`, after reading the compaction files already there."""
+    log_dir, kind, interval = common["log_dir"], common["kind"], common["compact_interval"]
+    unreadable = _read_compaction_files(log_storage, log_dir, listings.log, kind, interval)
+    return compaction_plan_from_listings(*listings, retention_ms=retention_ms, unreadable=unreadable, now=now, **common)
+
+
+def _expiry_part(
+    checkpoint_storage: CheckpointStorage,
+    listings: _Listings,
+    earlier_parts: Iterable[MaintenancePlan],
+    now: float,
+    arguments: Mapping[str, Any],
+) -> MaintenancePlan:
+    """The expiry part of :func:`plan_compaction`; the files the ``earlier_parts`` write count as listed.
+
+    ``arguments``: the log, kind, interval, quiet period and retention keywords of the expiry plan.
+    """
+    log, offsets, commits = listings
+    needed_from = None
+    if arguments["kind"] == "source":
+        needed_from = _source_needed_from(checkpoint_storage, arguments["log_dir"], offsets, commits)
+    listed = [*log, *_written_files(earlier_parts, now)]
+    return expiry_plan_from_listings(listed, offsets, commits, source_needed_from=needed_from, now=now, **arguments)
 
 
 def _written_files(parts: Iterable[MaintenancePlan], now: float) -> list[FileInfo]:
@@ -216,20 +244,35 @@ def expiry_plan_from_listings(
     after the source's offset in the latest committed batch); no file from there on is deleted.
     """
     _check_kind(kind)
-    if min_batches_to_retain < 1:
-        raise ValueError(f"min_batches_to_retain must be at least 1, got {min_batches_to_retain}")
-    retain = {"min_batches_to_retain": min_batches_to_retain, "cleanup_delay_seconds": cleanup_delay_seconds}
-    parameters = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, **retain}
+    _check_min_batches_to_retain(min_batches_to_retain)
+    parameters = {
+        "log_dir": log_dir,
+        "kind": kind,
+        "compact_interval": compact_interval,
+        "min_batches_to_retain": min_batches_to_retain,
+        "cleanup_delay_seconds": cleanup_delay_seconds,
+    }
     start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     batches = _log_batches(log_listing)
     if not batches:
         return start.nothing_to_do(f"nothing to expire: {log_dir or 'the log'} has no batch file")
+    return _finish_expiry(start, log_listing, batches, source_needed_from)
+
+
+def _finish_expiry(
+    start: PlanStart, log_listing: Sequence[FileInfo], batches: Mapping[int, FileInfo], source_needed_from: int | None
+) -> MaintenancePlan:
+    """The plan that deletes the files of the log that Spark's deleteExpiredLog would delete."""
+    log_dir = start.parameters["log_dir"]
+    compact_interval = start.parameters["compact_interval"]
+    retain = {key: start.parameters[key] for key in ("min_batches_to_retain", "cleanup_delay_seconds")}
     interval = derive_compact_interval(_compact_ids(log_listing), compact_interval)
-    expired = plan_expired_files(max(batches), interval=interval, files=log_listing, now=now, **retain)
+    expired = plan_expired_files(max(batches), interval=interval, files=log_listing, now=start.now, **retain)
     deletes = _expiry_deletes(log_dir, log_listing, expired)
+    retention = _expiry_retention(log_listing, expired, compact_interval, source_needed_from)
     return start.finish(
         deletes=deletes,
-        preconditions=(_expiry_retention(log_listing, expired, compact_interval, source_needed_from),),
+        preconditions=(retention,),
         summary=_expiry_summary(log_dir, deletes, batches, interval=interval, **retain),
         notes=(f"compact interval {interval} (derived from the .compact files and the configured {compact_interval})",),
     )
@@ -271,25 +314,39 @@ def _expiry_retention(
 ) -> Precondition:
     """Every file a reader of the latest batch opens stays; for a source, every batch a restart reads."""
     before = files_read_for_latest(_log_batches(listing), compact_interval)
+    lost = _lost_to_latest_reader(listing, expired, compact_interval, before)
+    if lost is not None:
+        return precondition("retention", False, f"a reader of the latest batch would no longer find {', '.join(lost)}")
+    needed = _needed_by_next_run(expired, needed_from)
+    if needed:
+        return precondition(
+            "retention",
+            False,
+            f"the next run of the query reads source log batches from {needed_from} on: {', '.join(needed)} must stay",
+        )
+    shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
+    return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
+
+
+def _lost_to_latest_reader(
+    listing: Sequence[FileInfo], expired: Collection[str], compact_interval: int, before: list[str]
+) -> list[str] | None:
+    """The files a reader of the latest batch opens (``before``) that it would no longer find without the
+    ``expired`` ones; all of ``before`` when it would open other files. None: it loses nothing."""
     present_before = {info.name for info in listing}
     remaining = [info for info in listing if info.name not in set(expired)]
     present_after = {info.name for info in remaining}
     lost = [name for name in before if name in present_before and name not in present_after]
     if lost or files_read_for_latest(_log_batches(remaining), compact_interval) != before:
-        return precondition(
-            "retention", False, f"a reader of the latest batch would no longer find {', '.join(lost or before)}"
-        )
-    if needed_from is not None:
-        needed = sorted(name for name in expired if parse_batch_id(name, compactible=True) >= needed_from)
-        if needed:
-            return precondition(
-                "retention",
-                False,
-                f"the next run of the query reads source log batches from {needed_from} on: "
-                f"{', '.join(needed)} must stay",
-            )
-    shown = ", ".join(before) if len(before) <= 6 else f"{before[0]} .. {before[-1]}"
-    return precondition("retention", True, f"the files a reader of the latest batch opens stay: {shown}")
+        return lost or before
+    return None
+
+
+def _needed_by_next_run(expired: Collection[str], needed_from: int | None) -> list[str]:
+    """The ``expired`` files of batches from ``needed_from`` on (none when no batch is needed), in order."""
+    if needed_from is None:
+        return []
+    return sorted(name for name in expired if parse_batch_id(name, compactible=True) >= needed_from)
 
 
 def _expiry_summary(
@@ -390,9 +447,8 @@ def compaction_plan_from_listings(
     can). A file present in the listing but absent from it counts as readable.
     """
     _check_kind(kind)
+    _check_retention(retention_ms)
     unreadable = unreadable or {}
-    if retention_ms is not None and retention_ms < 0:
-        raise ValueError(f"retention_ms must be >= 0, got {retention_ms}")
     parameters = {"log_dir": log_dir, "kind": kind, "compact_interval": compact_interval, "retention_ms": retention_ms}
     start = start_plan(ACTION, parameters, offsets, commits, now=now, quiet_seconds=quiet_seconds)
     target = compaction_target(log_listing, compact_interval)
@@ -401,12 +457,34 @@ def compaction_plan_from_listings(
         return start.nothing_to_do(
             f"nothing to compact: {log_dir or 'the log'} has no compaction batch yet (the first is batch {first})"
         )
-    batch_id, interval = target
+    return _compact_unless_readable(start, log_listing, target, unreadable)
+
+
+def _compact_unless_readable(
+    start: PlanStart, log_listing: Sequence[FileInfo], target: tuple[int, int], unreadable: Mapping[str, str | None]
+) -> MaintenancePlan:
+    """Nothing to do when ``target``'s compaction file is present and readable, else the plan that writes it."""
     files = {info.name: info for info in log_listing if not info.is_dir}
-    compact_name = f"{batch_id}{COMPACT_FILE_SUFFIX}"
+    compact_name = f"{target[0]}{COMPACT_FILE_SUFFIX}"
     broken = unreadable.get(compact_name) if compact_name in files else None
     if compact_name in files and broken is None:
-        return start.nothing_to_do(f"nothing to compact: {join(log_dir, compact_name)} is present and readable")
+        where = join(start.parameters["log_dir"], compact_name)
+        return start.nothing_to_do(f"nothing to compact: {where} is present and readable")
+    return _finish_compaction(start, log_listing, files, target, broken, unreadable)
+
+
+def _finish_compaction(
+    start: PlanStart,
+    log_listing: Sequence[FileInfo],
+    files: Mapping[str, FileInfo],
+    target: tuple[int, int],
+    broken: str | None,
+    unreadable: Mapping[str, str | None],
+) -> MaintenancePlan:
+    """The plan that writes ``target``'s compaction file (``broken``: why the existing one is unreadable)."""
+    log_dir = start.parameters["log_dir"]
+    compact_interval = start.parameters["compact_interval"]
+    batch_id, interval = target
     inputs = compaction_input_names(batch_id, interval)
     write = _compaction_write(log_dir, files, inputs, target, broken)
     return start.finish(
@@ -544,3 +622,13 @@ def _batch_file_name(batch_id: int, interval: int) -> str:
 def _check_kind(kind: str) -> None:
     if kind not in ("source", "sink"):
         raise ValueError(f"kind must be 'source' or 'sink', got {kind!r}")
+
+
+def _check_min_batches_to_retain(min_batches_to_retain: int) -> None:
+    if min_batches_to_retain < 1:
+        raise ValueError(f"min_batches_to_retain must be at least 1, got {min_batches_to_retain}")
+
+
+def _check_retention(retention_ms: int | None) -> None:
+    if retention_ms is not None and retention_ms < 0:
+        raise ValueError(f"retention_ms must be >= 0, got {retention_ms}")

@@ -10,8 +10,8 @@ exactly what was confirmed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # Precondition names that an audited override may waive. Only "the query seems to be running"
@@ -45,7 +45,8 @@ class PlannedWrite:
     """A file the plan creates from ``inputs``; ``overwrite`` when it may replace an existing one.
 
     ``hadoop_crc`` asks for a Hadoop ``.<name>.crc`` next to it (local filesystems, where Spark's
-    own writes have one).
+    own writes have one). ``checksum_only``: an interrupted run already wrote the file (a fresh plan
+    no longer has it); only its CRC, if the kill came before it, is still to write.
     """
 
     path: str
@@ -54,6 +55,7 @@ class PlannedWrite:
     reason: str
     overwrite: bool = False
     hadoop_crc: bool = False
+    checksum_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,17 +135,7 @@ def plan_from_json(data: Mapping[str, Any]) -> MaintenancePlan:
     return MaintenancePlan(
         action=data["action"],
         parameters=dict(data.get("parameters", {})),
-        writes=tuple(
-            PlannedWrite(
-                path=w["path"],
-                inputs=tuple(FileState(i["path"], int(i["size"])) for i in w.get("inputs", ())),
-                estimated_bytes=int(w.get("estimated_bytes", 0)),
-                reason=w.get("reason", ""),
-                overwrite=bool(w.get("overwrite", False)),
-                hadoop_crc=bool(w.get("hadoop_crc", False)),
-            )
-            for w in data.get("writes", ())
-        ),
+        writes=tuple(_write_from_json(w) for w in data.get("writes", ())),
         deletes=tuple(PlannedDelete(d["path"], int(d["size"]), d.get("reason", "")) for d in data.get("deletes", ())),
         preconditions=tuple(
             Precondition(p["name"], bool(p["ok"]), p.get("detail", "")) for p in data.get("preconditions", ())
@@ -151,6 +143,17 @@ def plan_from_json(data: Mapping[str, Any]) -> MaintenancePlan:
         summary=data.get("summary", ""),
         planned_at=float(data.get("planned_at", 0.0)),
         notes=tuple(data.get("notes", ())),
+    )
+
+
+def _write_from_json(data: Mapping[str, Any]) -> PlannedWrite:
+    return PlannedWrite(
+        path=data["path"],
+        inputs=tuple(FileState(i["path"], int(i["size"])) for i in data.get("inputs", ())),
+        estimated_bytes=int(data.get("estimated_bytes", 0)),
+        reason=data.get("reason", ""),
+        overwrite=bool(data.get("overwrite", False)),
+        hadoop_crc=bool(data.get("hadoop_crc", False)),
     )
 
 
@@ -165,22 +168,9 @@ def restrict_to_confirmed(
     did part of it). The preconditions are the fresh ones. The second value names each skipped
     file and why, for the run's result.
     """
-    fresh_deletes = {d.path for d in fresh.deletes}
-    fresh_writes = {w.path: w for w in fresh.writes}
-    writes, deletes, skipped = [], [], []
-    for write in confirmed.writes:
-        again = fresh_writes.get(write.path)
-        if again is not None and again.inputs == write.inputs:
-            writes.append(write)
-        else:
-            skipped.append(
-                f"write {write.path}: no longer planned with the same inputs (already written, or the files changed)"
-            )
-    for delete in confirmed.deletes:
-        if delete.path in fresh_deletes:
-            deletes.append(delete)
-        else:
-            skipped.append(f"delete {delete.path}: no longer planned (already deleted, or now needed)")
+    skipped: list[str] = []
+    writes = _writes_still_planned(confirmed, fresh, skipped)
+    deletes = _deletes_still_planned(confirmed, fresh, skipped)
     plan = MaintenancePlan(
         action=confirmed.action,
         parameters=confirmed.parameters,
@@ -194,9 +184,61 @@ def restrict_to_confirmed(
     return plan, tuple(skipped)
 
 
+def _writes_still_planned(confirmed: MaintenancePlan, fresh: MaintenancePlan, skipped: list[str]) -> list[PlannedWrite]:
+    """The confirmed writes the fresh plan has with the same inputs; of the others, the CRC only of those
+    that keep one. Each write not done in full is named in ``skipped``."""
+    fresh_writes = {w.path: w for w in fresh.writes}
+    writes = []
+    for write in confirmed.writes:
+        again = fresh_writes.get(write.path)
+        if again is not None and again.inputs == write.inputs:
+            writes.append(write)
+        else:
+            if write.hadoop_crc:
+                writes.append(replace(write, checksum_only=True))
+            skipped.append(
+                f"write {write.path}: no longer planned with the same inputs (already written, or the files changed)"
+            )
+    return writes
+
+
+def _deletes_still_planned(
+    confirmed: MaintenancePlan, fresh: MaintenancePlan, skipped: list[str]
+) -> list[PlannedDelete]:
+    """The confirmed deletes the fresh plan has too; each other one is named in ``skipped``."""
+    fresh_deletes = {d.path for d in fresh.deletes}
+    deletes = []
+    for delete in confirmed.deletes:
+        if delete.path in fresh_deletes:
+            deletes.append(delete)
+        else:
+            skipped.append(f"delete {delete.path}: no longer planned (already deleted, or now needed)")
+    return deletes
+
+
 def precondition(name: str, ok: bool, detail: str) -> Precondition:
     """Shorthand used by the planners."""
     return Precondition(name, bool(ok), detail)
+
+
+def each_once(preconditions: Iterable[Precondition]) -> tuple[Precondition, ...]:
+    """``preconditions`` with each name once, in the order names first appear.
+
+    A condition judged in several ways ("query-stopped": by the files' dates, by the progress
+    received, by the syncs) is one condition: it holds when every judgement holds, and its detail
+    gives the judgements that fail first, then the others, joined by "; ".
+    """
+    by_name: dict[str, list[Precondition]] = {}
+    for judged in preconditions:
+        by_name.setdefault(judged.name, []).append(judged)
+    return tuple(_joined(name, judgements) for name, judgements in by_name.items())
+
+
+def _joined(name: str, judgements: list[Precondition]) -> Precondition:
+    if len(judgements) == 1:
+        return judgements[0]
+    ordered = [p for p in judgements if not p.ok] + [p for p in judgements if p.ok]
+    return Precondition(name, all(p.ok for p in judgements), "; ".join(p.detail for p in ordered))
 
 
 def batch_span(first: int, last: int) -> str:

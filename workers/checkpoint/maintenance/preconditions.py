@@ -30,8 +30,7 @@ def query_stopped(
     cannot prove the query is idle, and neither can a file dated after ``now``: whatever stamped it
     disagrees with the storage's clock, so the time since the last batch is unknown.
     """
-    listings = {OFFSETS_DIR: offsets, COMMITS_DIR: commits}
-    files = [(directory, info) for directory, listing in listings.items() for info in listing if not info.is_dir]
+    files = _log_files(offsets, commits)
     if not files:
         return precondition("query-stopped", True, "the offset and commit logs are empty")
     if any(info.mtime is None for _, info in files):
@@ -39,12 +38,22 @@ def query_stopped(
             "query-stopped", False, "the storage gives no modification times, so activity cannot be ruled out"
         )
     directory, newest = max(files, key=lambda item: item[1].mtime)
-    idle = now - newest.mtime
+    return _stopped_after_idle(f"{directory}/{newest.name}", now - newest.mtime, quiet_seconds)
+
+
+def _log_files(offsets: Iterable[FileInfo], commits: Iterable[FileInfo]) -> list[tuple[str, FileInfo]]:
+    """(directory, file) of every file (not directory) in the listings of the offset and commit logs."""
+    listings = {OFFSETS_DIR: offsets, COMMITS_DIR: commits}
+    return [(directory, info) for directory, listing in listings.items() for info in listing if not info.is_dir]
+
+
+def _stopped_after_idle(newest: str, idle: float, quiet_seconds: float) -> Precondition:
+    """ "query-stopped" judged from the seconds since the ``newest`` file of the two logs was written."""
     if idle < -FUTURE_TOLERANCE_SECONDS:
         return precondition(
             "query-stopped",
             False,
-            f"{directory}/{newest.name} is dated {-idle:.0f} s after the storage's clock: "
+            f"{newest} is dated {-idle:.0f} s after the storage's clock: "
             "the clock that stamped it is off, "
             "so the time since the last batch is unknown; make sure the query is stopped",
         )

@@ -32,7 +32,7 @@ from ..storage.checkpointstorage import CheckpointStorage
 from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import MaintenancePlan, PlannedDelete, PlannedWrite, Precondition, batch_ids_text, batch_span, precondition
-from .planning import delete_with_sidecars, list_batch_logs, start_plan
+from .planning import PlanStart, delete_with_sidecars, list_batch_logs, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
 
 ACTION = "purge"
@@ -109,18 +109,41 @@ def purge_plan_from_listings(
     logs = {OFFSETS_DIR: _batch_files(offsets), COMMITS_DIR: _batch_files(commits)}
     if not logs[COMMITS_DIR]:
         return start.nothing_to_do("nothing to purge: no batch is committed yet")
+    return _purge_below_limits(start, logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, oldest_state_version)
+
+
+def _purge_below_limits(
+    start: PlanStart,
+    logs: dict[str, dict[int, FileInfo]],
+    listings: dict[str, Sequence[FileInfo]],
+    oldest_state_version: int | None,
+) -> MaintenancePlan:
+    """The plan that deletes the batches below every limit, ``logs``' files by batch id and ``listings``' by name."""
     latest_committed = max(logs[COMMITS_DIR])
     latest_offsets = max(logs[OFFSETS_DIR], default=latest_committed)
     limits = purge_limits(
         latest_committed,
         latest_offsets,
-        keep_batches=keep_batches,
-        before_batch=before_batch,
+        keep_batches=start.parameters["keep_batches"],
+        before_batch=start.parameters["before_batch"],
         oldest_state=oldest_state_version,
     )
-    binding = min(limits, key=lambda limit: limit.threshold)
-    deletes = _deletes(logs, {OFFSETS_DIR: offsets, COMMITS_DIR: commits}, binding.threshold)
     required = _required_from(latest_committed, latest_offsets, oldest_state_version)
+    return _finish_purge(start, logs, listings, limits, latest_committed, required)
+
+
+def _finish_purge(
+    start: PlanStart,
+    logs: dict[str, dict[int, FileInfo]],
+    listings: dict[str, Sequence[FileInfo]],
+    limits: Sequence[PurgeLimit],
+    latest_committed: int,
+    required: int,
+) -> MaintenancePlan:
+    """The plan that deletes the batches below the binding (lowest) one of the ``limits``."""
+    keep_batches = start.parameters["keep_batches"]
+    binding = min(limits, key=lambda limit: limit.threshold)
+    deletes = _deletes(logs, listings, binding.threshold)
     return start.finish(
         deletes=deletes,
         preconditions=(_retention(logs, deletes, latest_committed, required), _contiguity(logs, deletes)),
@@ -167,15 +190,18 @@ def purge_limits(
     if before_batch is not None:
         limits.append(PurgeLimit(before_batch, "the requested bound (before_batch)", "before_batch"))
     if oldest_state is not None:
-        batch = max(oldest_state - 1, 0)
-        limits.append(
-            PurgeLimit(
-                batch,
-                f"state version {oldest_state} is still on disk and is read with batch {batch}'s offsets and commits "
-                "(a cleanup of old state files lets older batches go)",
-            )
-        )
+        limits.append(_state_limit(oldest_state))
     return limits
+
+
+def _state_limit(oldest_state: int) -> PurgeLimit:
+    """The bound the oldest state version on disk sets: the batch whose offsets and commits it is read with."""
+    batch = max(oldest_state - 1, 0)
+    return PurgeLimit(
+        batch,
+        f"state version {oldest_state} is still on disk and is read with batch {batch}'s offsets and commits "
+        "(a cleanup of old state files lets older batches go)",
+    )
 
 
 def _keep_reason(keep_batches: int, latest_committed: int) -> str:
@@ -269,16 +295,24 @@ def _contiguity(logs: dict[str, dict[int, FileInfo]], deletes: Sequence[PlannedD
         remaining = sorted(set(files) - deleted)
         if deleted and remaining and max(deleted) > remaining[0]:
             problems.append(f"{log}/{max(deleted)} goes but {log}/{remaining[0]} stays")
-        missing = sorted(set(range(remaining[0], remaining[-1] + 1)) - set(remaining)) if remaining else []
-        if missing:
-            lacking = "batch" if len(missing) == 1 else "batches"
-            holes.append(f"{log} already lacks {lacking} {', '.join(map(str, missing[:5]))}")
+        hole = _hole(log, remaining)
+        if hole:
+            holes.append(hole)
     if problems:
         return precondition("contiguity", False, "; ".join(problems))
     detail = "what remains of offsets/ and commits/ starts right after the purged batches"
     return precondition(
         "contiguity", True, detail + (f" (not caused by this plan: {'; '.join(holes)})" if holes else "")
     )
+
+
+def _hole(log: str, remaining: Sequence[int]) -> str | None:
+    """Which batches the ``remaining`` (sorted) batch ids of ``log`` already lack between their ends, or None."""
+    missing = sorted(set(range(remaining[0], remaining[-1] + 1)) - set(remaining)) if remaining else []
+    if not missing:
+        return None
+    lacking = "batch" if len(missing) == 1 else "batches"
+    return f"{log} already lacks {lacking} {', '.join(map(str, missing[:5]))}"
 
 
 def _summary(

@@ -19,7 +19,7 @@ made again afterwards still finds the remaining SSTs through the zips that are n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..fileinfo import FileInfo
@@ -63,21 +63,51 @@ def plan_rocksdb_store_cleanup(
     keep (latest - minBatchesToRetain, or older to keep the batches in ``offsets/``).
     """
     result = RocksDBStoreCleanup()
-    if earliest <= 0:
-        result.note = f"{store.path}: every version up to {latest} is retained"
+    base, result.note = _oldest_kept_zip(store, metadata, latest=latest, earliest=earliest)
+    if base is None:
         return result
+    _delete_older_than(result, store, metadata, base)
+    _check_retention(result, store, metadata, base.version, {d.path for d in result.deletes})
+    return result
+
+
+def _oldest_kept_zip(
+    store: RocksDBStoreListing, metadata: ZipMetadata, *, latest: int, earliest: int
+) -> tuple[RocksDBVersionFile | None, str]:
+    """The zip the ``earliest`` version loads from, or None and why nothing can be deleted."""
+    if earliest <= 0:
+        return None, f"{store.path}: every version up to {latest} is retained"
     base = resolve_load_chain(store.files, earliest).snapshot
     if base is None:
-        result.note = f"{store.path}: no zip at or below version {earliest}; every file is needed"
-        return result
+        return None, f"{store.path}: no zip at or below version {earliest}; every file is needed"
     unreadable = [z.name for z in store.files.zips if metadata.get(join(store.path, z.name)) is None]
     if unreadable:
-        result.note = f"{store.path}: zip metadata unreadable ({', '.join(unreadable)}); nothing deleted"
-        return result
+        return None, f"{store.path}: zip metadata unreadable ({', '.join(unreadable)}); nothing deleted"
+    return base, ""
+
+
+def _delete_older_than(
+    result: RocksDBStoreCleanup, store: RocksDBStoreListing, metadata: ZipMetadata, base: RocksDBVersionFile
+) -> None:
+    """Add to ``result`` the zips and changelogs older than ``base``, and the files only they list."""
     doomed_zips = [z for z in store.files.zips if z.version < base.version]
     doomed_changelogs = [c for c in store.files.changelogs if c.version < base.version]
     kept_zips = [z for z in store.files.zips if z.version >= base.version]
-    doomed_ssts, doomed_logs = _unshared_files(store.path, doomed_zips, kept_zips, metadata)
+    _delete_unshared(result, store, metadata, (doomed_zips, kept_zips), base)
+    older = f"version older than {base.name}, the oldest zip a retained version loads"
+    _delete_each(result, store.path, [z.name for z in doomed_zips], store.entries, older)
+    _delete_each(result, store.path, [c.name for c in doomed_changelogs], store.entries, older)
+
+
+def _delete_unshared(
+    result: RocksDBStoreCleanup,
+    store: RocksDBStoreListing,
+    metadata: ZipMetadata,
+    zips: tuple[Sequence[RocksDBVersionFile], Sequence[RocksDBVersionFile]],
+    base: RocksDBVersionFile,
+) -> None:
+    """Add to ``result`` the SST and log files that the doomed zips list and no kept one does (``zips``)."""
+    doomed_ssts, doomed_logs = _unshared_files(store.path, *zips, metadata)
     reason = f"only zips older than {base.name} (the oldest zip a retained version loads) list it"
     _delete_each(
         result, f"{store.path}/{SST_DIR}", sorted(doomed_ssts & set(store.sst_entries)), store.sst_entries, reason
@@ -85,11 +115,6 @@ def plan_rocksdb_store_cleanup(
     _delete_each(
         result, f"{store.path}/{LOG_DIR}", sorted(doomed_logs & set(store.log_entries)), store.log_entries, reason
     )
-    older = f"version older than {base.name}, the oldest zip a retained version loads"
-    _delete_each(result, store.path, [z.name for z in doomed_zips], store.entries, older)
-    _delete_each(result, store.path, [c.name for c in doomed_changelogs], store.entries, older)
-    _check_retention(result, store, metadata, base.version, {d.path for d in result.deletes})
-    return result
 
 
 def _unshared_files(
@@ -126,25 +151,39 @@ def _check_retention(
 
 
 def _loadable(store: RocksDBStoreListing, metadata: ZipMetadata, deleted: set[str]) -> set[int]:
+    """The versions of the store that load once the ``deleted`` paths are gone."""
+    ssts = _names_left(store.sst_entries, f"{store.path}/{SST_DIR}", deleted)
+    logs = _names_left(store.log_entries, f"{store.path}/{LOG_DIR}", deleted)
+    files = _version_files_left(store, deleted)
+    loadable = set()
+    for version in files.versions:
+        chain = resolve_load_chain(files, version)
+        zip_metadata = metadata.get(join(store.path, chain.snapshot.name)) if chain.snapshot else None
+        if chain.is_loadable and (chain.snapshot is None or _zip_files_left(zip_metadata, ssts, logs)):
+            loadable.add(version)
+    return loadable
+
+
+def _names_left(names: Iterable[str], directory: str, deleted: set[str]) -> set[str]:
+    return {name for name in names if join(directory, name) not in deleted}
+
+
+def _version_files_left(store: RocksDBStoreListing, deleted: set[str]) -> RocksDBStoreFiles:
+    """The store's zips and changelogs that are not among the ``deleted`` paths."""
     present = {join(store.path, n) for n in store.entries} - deleted
-    ssts = {n for n in store.sst_entries if join(f"{store.path}/{SST_DIR}", n) not in deleted}
-    logs = {n for n in store.log_entries if join(f"{store.path}/{LOG_DIR}", n) not in deleted}
-    files = RocksDBStoreFiles(
+    return RocksDBStoreFiles(
         zips=tuple(z for z in store.files.zips if join(store.path, z.name) in present),
         changelogs=tuple(c for c in store.files.changelogs if join(store.path, c.name) in present),
         sst_files=(),
         log_files=(),
         unknown=(),
     )
-    loadable = set()
-    for version in files.versions:
-        chain = resolve_load_chain(files, version)
-        zip_metadata = metadata.get(join(store.path, chain.snapshot.name)) if chain.snapshot else None
-        complete = chain.snapshot is None or (
-            zip_metadata is not None
-            and all(f.dfs_file_name in ssts for f in zip_metadata.sst_files)
-            and all(f.dfs_file_name in logs for f in zip_metadata.log_files)
-        )
-        if chain.is_loadable and complete:
-            loadable.add(version)
-    return loadable
+
+
+def _zip_files_left(zip_metadata: RocksDBCheckpointMetadata | None, ssts: set[str], logs: set[str]) -> bool:
+    """The zip's metadata is readable and every SST and log file it lists is among ``ssts`` and ``logs``."""
+    return (
+        zip_metadata is not None
+        and all(f.dfs_file_name in ssts for f in zip_metadata.sst_files)
+        and all(f.dfs_file_name in logs for f in zip_metadata.log_files)
+    )

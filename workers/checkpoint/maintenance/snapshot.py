@@ -40,7 +40,7 @@ from ..storage.checkpointstorage import CheckpointStorage
 from ..wording import format_size, plural
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedWrite, Precondition, precondition
-from .planning import join, precondition_unless, start_plan
+from .planning import PlanStart, join, precondition_unless, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
 from .sidecars import directory_uses_hadoop_crc
 from .statestores import (
@@ -104,21 +104,34 @@ def snapshot_plan_from_listings(
         raise ValueError(f"min_chain must be >= 0, not {min_chain}")
     parameters = {"min_chain": min_chain, "stores": stores_parameter(stores), "version": version}
     start = start_plan(ACTION, parameters, listings.offsets, listings.commits, now=now, quiet_seconds=quiet_seconds)
+    return _survey_and_finish(start, listings, conf, stores)
+
+
+def _survey_and_finish(
+    start: PlanStart, listings: StateListings, conf: StateConf, stores: Collection[str] | None
+) -> MaintenancePlan:
+    """Survey the chosen ``stores`` (all when None) and turn what it found into the plan."""
+    min_chain = start.parameters["min_chain"]
     committed = committed_state_version(listings.commit_ids)
-    survey = _Survey(committed, version, min_chain)
+    survey = _Survey(committed, start.parameters["version"], min_chain)
     chosen, unknown = survey_stores(listings.stores, stores, survey.add)
     return start.finish(
         writes=survey.writes,
-        preconditions=(
-            _committed_precondition(committed, version),
-            stores_exist(unknown),
-            _provider_precondition(survey.rocksdb),
-            _codec_precondition(conf),
-            precondition_unless("inputs-complete", survey.broken, "every chain to replay is complete"),
-            precondition_unless("no-stale-checksum", survey.stale, "no checksum sidecar waits for a snapshot"),
-        ),
+        preconditions=_preconditions(survey, unknown, conf),
         summary=_summary(survey, min_chain, stores_chosen=len(chosen), committed=committed),
         notes=survey.notes,
+    )
+
+
+def _preconditions(survey: _Survey, unknown: Sequence[str], conf: StateConf) -> tuple[Precondition, ...]:
+    """The plan's own preconditions, after the ``survey`` of the stores (``unknown``: stores asked for but absent)."""
+    return (
+        _committed_precondition(survey.committed, survey.version),
+        stores_exist(unknown),
+        _provider_precondition(survey.rocksdb),
+        _codec_precondition(conf),
+        precondition_unless("inputs-complete", survey.broken, "every chain to replay is complete"),
+        precondition_unless("no-stale-checksum", survey.stale, "no checksum sidecar waits for a snapshot"),
     )
 
 
@@ -137,20 +150,10 @@ class _Survey:
         self.chains: list[tuple[int, str, int]] = []
 
     def add(self, store: StateStoreDir) -> None:
-        provider = detect_provider(store.files)
-        if provider == "rocksdb":
-            self.rocksdb.append(store.path)
+        chain = self._chain_at_target(store)
+        if chain is None:
             return
-        state_files, _ = parse_hdfs_state_files(store.files)
-        target = _target_version([f.version for f in state_files], self.committed, self.version)
-        if provider != "hdfs" or target is None:
-            self.notes.append(f"{store.path}: no state version written by a committed batch")
-            return
-        try:
-            files = files_for_version(state_files, target, source=store.path)
-        except MissingFileError as exc:
-            self.broken.append(str(exc))
-            return
+        files, target = chain
         deltas = [f for f in files if not f.is_snapshot]
         self.chains.append((0 if files[0].version == target else len(deltas), store.path, target))
         if files[0].version == target:
@@ -162,6 +165,25 @@ class _Survey:
             )
             return
         self._plan_write(store, files, target, len(deltas))
+
+    def _chain_at_target(self, store: StateStoreDir) -> tuple[tuple[HdfsStateFile, ...], int] | None:
+        """The files a load of ``store``'s target version replays, and that version; None (with the reason
+        recorded) for a RocksDB store, a store without a committed version, or a broken chain."""
+        provider = detect_provider(store.files)
+        if provider == "rocksdb":
+            self.rocksdb.append(store.path)
+            return None
+        state_files, _ = parse_hdfs_state_files(store.files)
+        target = _target_version([f.version for f in state_files], self.committed, self.version)
+        if provider != "hdfs" or target is None:
+            self.notes.append(f"{store.path}: no state version written by a committed batch")
+            return None
+        try:
+            files = files_for_version(state_files, target, source=store.path)
+        except MissingFileError as exc:
+            self.broken.append(str(exc))
+            return None
+        return files, target
 
     def _plan_write(self, store: StateStoreDir, files: Sequence[HdfsStateFile], target: int, deltas: int) -> None:
         names = {info.name for info in store.files}

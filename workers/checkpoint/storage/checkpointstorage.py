@@ -55,6 +55,35 @@ class StorageCalls:
         return asdict(self)
 
 
+def _real_local_roots(allowed_roots: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The local roots with symlinks resolved (None: every place is allowed).
+
+    A file below the checkpoint may itself be a link out of them, which reads check. Each ends
+    with one separator, so a prefix test is a containment test (root /a does not hold /ab); it is
+    called once per file read, where os.path.commonpath cost ten times more.
+    """
+    if allowed_roots is None:
+        return None
+    return tuple(
+        os.path.realpath(root.path).rstrip(os.sep) + os.sep
+        for root in map(parse_location, allowed_roots)
+        if root.protocol == "file"
+    )
+
+
+def _local_read_size(position: int, size: int | None, end: int | None) -> int:
+    """How much the next read of a local file asks for, at ``position`` of a file of ``size`` (None:
+    not asked yet), reading up to ``end`` (None: its end)."""
+    if size is None:
+        # Most log files end within a first small read, without asking their size.
+        wanted = LOCAL_FIRST_READ_BYTES
+    else:
+        # Then the size the file has now, plus one byte to see its end in the same
+        # call (a full chunk per small file cost 20 us).
+        wanted = min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
+    return wanted if end is None else min(wanted, end - position)
+
+
 class CheckpointStorage:
     """One checkpoint root on an fsspec filesystem; the library's only door to storage.
 
@@ -71,19 +100,7 @@ class CheckpointStorage:
     ) -> None:
         self.url = check_allowed(url, allowed_roots)
         self.calls = StorageCalls()
-        # Local roots with symlinks resolved: a file below the checkpoint may itself be a link
-        # out of them, which reads check (None: every place is allowed).
-        # Each ends with one separator, so a prefix test is a containment test (root /a does not
-        # hold /ab); it is called once per file read, where os.path.commonpath cost ten times more.
-        self._real_roots = (
-            None
-            if allowed_roots is None
-            else tuple(
-                os.path.realpath(root.path).rstrip(os.sep) + os.sep
-                for root in map(parse_location, allowed_roots)
-                if root.protocol == "file"
-            )
-        )
+        self._real_roots = _real_local_roots(allowed_roots)
         try:
             self._fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
         except (ImportError, ValueError) as exc:
@@ -179,19 +196,21 @@ class CheckpointStorage:
                 paths[relpath] = self._path(relpath)
             except CheckpointError as exc:
                 results[relpath] = exc
-        end = None if max_bytes is None else max_bytes + 1
-        self.calls.read += len(paths)
-        try:
-            contents = self._fs.cat_ranges(
-                list(paths.values()), 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT
-            )
-        except BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
-            contents = [exc] * len(paths)
+        contents = self._cat_all(list(paths.values()), max_bytes)
         for (relpath, path), content in zip(paths.items(), contents, strict=False):
             if isinstance(content, BaseException) and self._asked_past_the_end(path, 0, content):
                 content = b""
             results[relpath] = self._checked_content(relpath, content, max_bytes)
         return results
+
+    def _cat_all(self, paths: list[str], max_bytes: int | None) -> list[bytes | BaseException]:
+        """The contents of ``paths`` (up to one byte past ``max_bytes``) read concurrently, or each one's error."""
+        end = None if max_bytes is None else max_bytes + 1
+        self.calls.read += len(paths)
+        try:
+            return self._fs.cat_ranges(paths, 0, end, on_error="return", batch_size=REMOTE_READS_IN_FLIGHT)
+        except BACKEND_ERRORS as exc:  # the whole call failed (the store is unreachable, say)
+            return [exc] * len(paths)
 
     def _asked_past_the_end(self, path: str, start: int, exc: BaseException) -> bool:
         """Tell whether a failed ranged read of an object asked for bytes at or past its end.
@@ -251,16 +270,7 @@ class CheckpointStorage:
             if start:
                 os.lseek(descriptor, start, os.SEEK_SET)
             while end is None or position < end:
-                if size is None:
-                    # Most log files end within a first small read, without asking their size.
-                    wanted = LOCAL_FIRST_READ_BYTES
-                else:
-                    # Then the size the file has now, plus one byte to see its end in the same
-                    # call (a full chunk per small file cost 20 us).
-                    wanted = (
-                        min(LOCAL_READ_CHUNK_BYTES, size - position + 1) if position < size else LOCAL_READ_CHUNK_BYTES
-                    )
-                wanted = wanted if end is None else min(wanted, end - position)
+                wanted = _local_read_size(position, size, end)
                 chunk = os.read(descriptor, wanted)
                 chunks.append(chunk)
                 position += len(chunk)
@@ -388,6 +398,25 @@ class CheckpointStorage:
                 relpath or self.url, "the path is a symbolic link to a place outside the allowed roots"
             )
         return FileInfo(posixpath.basename(path), status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode))
+
+    def has_file(self, relpath: str) -> bool:
+        """Tell whether a file is at ``relpath``, in one request whatever the backend: on an object
+        store a GET of its first byte (s3fs's info of a missing key also lists the prefix, to tell
+        a folder: two requests for each name probed and not found)."""
+        if self._is_local:
+            info = self.find_info(relpath)
+            return info is not None and not info.is_dir
+        path = self._path(relpath)
+        self.calls.read += 1
+        try:
+            self._fs.cat_file(path, start=0, end=1)
+        except FileNotFoundError:
+            return False
+        except BACKEND_ERRORS as exc:
+            if self._asked_past_the_end(path, 0, exc):  # an empty file
+                return True
+            raise storage_error(relpath, "cannot look the file up", exc) from exc
+        return True
 
     def exists(self, relpath: str) -> bool:
         """Tell whether a file or directory exists."""

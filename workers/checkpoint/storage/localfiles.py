@@ -30,24 +30,42 @@ def list_local(path: str, relpath: str, check_opened: Callable[[int, str, str], 
     Like fsspec's, entries follow symbolic links (a dangling link is listed as itself); a missing
     directory, or a file, lists as [].
     """
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
+    descriptor = _open_directory(path, relpath)
+    if descriptor is None:
         return []
-    except OSError as exc:
-        raise storage_error(relpath or ".", "cannot list the directory", exc) from exc
     infos = []
     try:
         check_opened(descriptor, path, relpath)
         with os.scandir(descriptor) as entries:
             for entry in entries:
-                try:
-                    status = entry.stat()
-                except FileNotFoundError:
-                    status = entry.stat(follow_symlinks=False)
-                infos.append(FileInfo(entry.name, status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode)))
+                if (status := _entry_status(entry)) is not None:
+                    infos.append(FileInfo(entry.name, status.st_size, status.st_mtime, stat.S_ISDIR(status.st_mode)))
     except OSError as exc:
         raise storage_error(relpath or ".", "cannot list the directory", exc) from exc
     finally:
         os.close(descriptor)
     return sorted(infos, key=lambda info: info.name)
+
+
+def _open_directory(path: str, relpath: str) -> int | None:
+    """A descriptor of the directory; None when it is missing or a file."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise storage_error(relpath or ".", "cannot list the directory", exc) from exc
+
+
+def _entry_status(entry: os.DirEntry) -> os.stat_result | None:
+    """The entry's status, following a link (a dangling link: the link's own); None when the entry
+    is gone since the directory was read. A writer renames its temporary files while we list
+    (Spark's `.N.delta.<uuid>.tmp` and their CRCs): such a file is listed as a moment later, absent."""
+    try:
+        return entry.stat()
+    except FileNotFoundError:
+        pass
+    try:
+        return entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return None

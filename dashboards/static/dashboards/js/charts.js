@@ -98,9 +98,13 @@
       }, seconds * 1000);
     }
   }
+  function keepAllFresh(root) {
+    if (root.matches && root.matches("[data-refresh-seconds]")) { keepFresh(root); }
+    root.querySelectorAll("[data-refresh-seconds]").forEach(keepFresh);
+  }
   function start() {
     renderAll(document);
-    document.querySelectorAll("[data-refresh-seconds]").forEach(keepFresh);
+    keepAllFresh(document);
   }
   // A deferred script runs once the document is parsed; this also covers it being loaded otherwise.
   if (document.readyState === "loading") {
@@ -109,4 +113,10 @@
     start();
   }
   document.addEventListener("htmx:afterSwap", function (event) { forgetAnswers(event.target); renderAll(event.target); });
+  // Charts htmx puts in place of a notice (their roll-ups were being built: partials/chart_building.html).
+  document.addEventListener("htmx:load", function (event) {
+    if (event.target === document.body || !event.target.querySelectorAll) { return; }  // the page: start() has it
+    renderAll(event.target);
+    keepAllFresh(event.target);
+  });
 })();
