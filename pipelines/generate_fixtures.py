@@ -32,7 +32,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.maintenance_wait import MaintenanceWanted, wait_for_maintenance
+from pipelines.maintenance_wait import (
+    MAINTENANCE_INTERVAL_CONF,
+    MaintenanceWanted,
+    restart_state_store_maintenance,
+    wait_for_maintenance,
+)
 from pipelines.queries import (
     FIXTURE_START_MS,
     RateSpec,
@@ -218,10 +223,16 @@ def run_rate_limit_noop(spark, base: Path, trigger: str) -> QueryRun:
 
 @contextmanager
 def session_conf(spark, conf: dict[str, str]):
-    """Set the SQL confs `conf` in `spark` for the duration of the block, then restore them."""
+    """Set the SQL confs `conf` in `spark` for the duration of the block, then restore them.
+
+    A conf that sets the state-store maintenance interval also restarts Spark's maintenance thread
+    on entry and on exit, since Spark keeps the interval of the first stateful query of the JVM."""
     previous = {key: spark.conf.get(key, None) for key in conf}
+    sets_maintenance = MAINTENANCE_INTERVAL_CONF in conf
     for key, value in conf.items():
         spark.conf.set(key, value)
+    if sets_maintenance:
+        restart_state_store_maintenance(spark)
     try:
         yield
     finally:
@@ -230,6 +241,8 @@ def session_conf(spark, conf: dict[str, str]):
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+        if sets_maintenance:
+            restart_state_store_maintenance(spark)
 
 
 # --- file source: the generator writes one input file, then processes all available ------------

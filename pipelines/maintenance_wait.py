@@ -74,3 +74,21 @@ def wait_for_maintenance(
         if time.monotonic() > deadline:
             raise TimeoutError(f"Spark's state maintenance did not run in {timeout_seconds} s: {missing}")
         time.sleep(0.1)
+
+
+MAINTENANCE_INTERVAL_CONF = "spark.sql.streaming.stateStore.maintenanceInterval"
+
+
+def restart_state_store_maintenance(spark) -> None:
+    """Stop Spark's state-store maintenance thread, so that the next stateful query starts it again
+    with its own `maintenanceInterval`.
+
+    Spark starts that thread once per JVM, with the interval of the first stateful query that loads
+    a store (`StateStore.startMaintenanceIfNeeded`), and keeps it until the JVM's StateStore stops.
+    In a session that runs many queries one after the other (the tests, the fixture generator), a
+    query asking for maintenance every second after one that asked for every hour would otherwise
+    wait an hour, and the reverse would get maintenance it meant to keep out. Call it only while no
+    query of the session runs: it also unloads the loaded stores, as a stopped SparkContext does.
+    """
+    state_package = spark._jvm.org.apache.spark.sql.execution.streaming.state
+    getattr(getattr(state_package, "StateStore$"), "MODULE$").stop()
