@@ -22,6 +22,7 @@ from factories import make_checkpoint
 from pipelines.generate_fixtures import RATE, ROCKSDB_CHANGELOG_CONF, session_conf
 from pipelines.queries import stop_between_batches, windowed_agg_noop_query
 from workers.checkpoint.logdir import list_batch_ids
+from workers.checkpoint.maintenance.actions import apply_action, plan_action
 from workers.checkpoint.statefollow import read_state_keys
 from workers.checkpoint.stateinventory import list_state_store_dirs
 from workers.checkpoint.statekeys import parse_state_keys
@@ -220,13 +221,20 @@ def test_a_sync_that_fell_behind_sparks_log_purge_catches_up_at_once(spark, tmp_
     assert {p.rows_version for p in checkpoint.state_partitions.all()} == {newest + 1}
 
 
-# Maintenance snapshots after 2 deltas, every second: the test waits (bounded) for a snapshot it can hold back.
-SNAPSHOTTING_CONF = {**PROVIDERS["hdfs"], "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2"}
-SNAPSHOT_WAIT_SECONDS = 300
+# Spark's maintenance thread kept away: it starts once per JVM and snapshots on its own clock (in two
+# full serial runs it wrote no snapshot in 300 s of batches, though the file alone passed). The test
+# writes the snapshot maintenance would write, `<v>.snapshot` of the newest version, with ckptweb's
+# snapshot action (the file Spark reads back and restarts from: test_maintenance_state_vs_spark.py).
+QUIET_CONF = {**PROVIDERS["hdfs"], "spark.sql.streaming.stateStore.maintenanceInterval": "3600s"}
+SNAPSHOTTED_BATCHES = 5
 
 
-def _snapshots(store: Path) -> list[Path]:
-    return sorted(store.glob("*.snapshot"), key=lambda path: int(path.name.split(".")[0]))
+def _write_snapshot_as_maintenance_does(checkpoint_dir: Path, version: int) -> None:
+    storage = CheckpointStorage(str(checkpoint_dir))
+    request = {"min_chain": 2, "version": version}
+    plan = plan_action("snapshot", storage, request, now=time.time() + 1, quiet_seconds=0)
+    assert plan.is_allowed() and not plan.is_empty, (plan.summary, plan.failed_preconditions())
+    apply_action(storage, plan, request)
 
 
 def _partition_cells(client, checkpoint) -> list[list[str]]:
@@ -242,7 +250,7 @@ def _partition_cells(client, checkpoint) -> list[list[str]]:
     ]
 
 
-def test_a_snapshot_sparks_maintenance_writes_and_a_version_it_deletes_reach_the_state_panel_without_a_full_walk(
+def test_a_snapshot_and_a_deleted_version_as_maintenance_leaves_them_reach_the_state_panel_without_a_full_walk(
     spark, tmp_path, settings, viewer_client
 ):
     settings.CHECKPOINT_ROOTS = [str(tmp_path)]
@@ -250,32 +258,20 @@ def test_a_snapshot_sparks_maintenance_writes_and_a_version_it_deletes_reach_the
     settings.FULL_WALK_INTERVAL_SECONDS = 24 * 3600  # the full walk runs on registration only
     settings.INSPECT_INTERVAL_SECONDS = 0  # every sync probes
     base = tmp_path / "maintained"
-    live_store = base / "checkpoint" / "state" / "0" / "0"
-    newest = 2
-    _run_until(spark, base, SNAPSHOTTING_CONF, newest)
-    # When Spark's maintenance thread snapshots depends on the machine: run on until it has (bounded).
-    deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
-    while not [p for p in _snapshots(live_store) if int(p.name.split(".")[0]) > 1] and time.monotonic() < deadline:
-        newest = list_batch_ids(CheckpointStorage(str(base / "checkpoint")), "commits")[-1]
-        _run_until(spark, base, SNAPSHOTTING_CONF, newest + 2)
-    # Spark's maintenance thread outlives the query: the test reads a copy it does not write to.
-    shutil.copytree(base / "checkpoint", tmp_path / "copy" / "checkpoint")
-    store = tmp_path / "copy" / "checkpoint" / "state" / "0" / "0"
-    snapshots = [p for p in _snapshots(store) if int(p.name.split(".")[0]) > 1]
-    assert snapshots, f"Spark's maintenance wrote no snapshot of partition 0 in {SNAPSHOT_WAIT_SECONDS} s of batches"
-    written = int(snapshots[-1].name.split(".")[0])
-    # The walk at registration sees the store as it was before maintenance wrote that snapshot.
-    held = tmp_path / "held"
-    held.mkdir()
-    shutil.move(snapshots[-1], held / snapshots[-1].name)
-    checkpoint = make_checkpoint(name="maintained", url=str(tmp_path / "copy" / "checkpoint"))
+    _run_until(spark, base, QUIET_CONF, SNAPSHOTTED_BATCHES - 1)
+    checkpoint_dir = base / "checkpoint"
+    store = checkpoint_dir / "state" / "0" / "0"
+    written = list_batch_ids(CheckpointStorage(str(checkpoint_dir)), "commits")[-1] + 1
+    # The walk at registration sees the store before maintenance snapshots it.
+    checkpoint = make_checkpoint(name="maintained", url=str(checkpoint_dir))
     sync_checkpoint(checkpoint.pk)
     checkpoint.refresh_from_db()
     walked_at, before = checkpoint.last_inspected_at, checkpoint.state_partitions.get(partition=0)
     assert before.snapshot_version != written and before.earliest_version is not None
-    # Then maintenance writes it, and its cleanup deletes the oldest version (placed as Spark does:
-    # the snapshot Spark wrote, and the oldest version's files, which loading the newest no longer needs).
-    shutil.move(held / snapshots[-1].name, snapshots[-1])
+    # Then maintenance writes the snapshot, and its cleanup deletes the oldest version (placed as
+    # Spark does: the oldest version's files, which loading the newest no longer needs).
+    _write_snapshot_as_maintenance_does(checkpoint_dir, written)
+    assert (store / f"{written}.snapshot").is_file()
     oldest = before.earliest_version
     for path in store.glob(f"{oldest}.*"):
         path.unlink()
