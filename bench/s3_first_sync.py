@@ -19,8 +19,6 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -28,8 +26,7 @@ from pathlib import Path
 import boto3
 
 from bench.checkpoint_history import read_template, write_batches
-from bench.django_env import setup_django
-from bench.s3_server import DelayedS3Server
+from bench.s3_server import DelayedS3Server, serve_s3_for_django
 
 BUCKET = "bench"
 
@@ -64,22 +61,6 @@ def _first_sync(server: DelayedS3Server, url: str, name: str, in_flight: int) ->
         "reads": run.read_calls,
         "lists": run.list_calls,
     }
-
-
-def _serve_s3(workdir: Path) -> DelayedS3Server:
-    """Start the delaying S3 server and point boto3's credentials and Django's storage at it."""
-    for logger in ("werkzeug", "botocore"):  # a line per request otherwise
-        logging.getLogger(logger).setLevel(logging.WARNING)
-    server = DelayedS3Server().start()
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "bench"),
-        ("AWS_SECRET_ACCESS_KEY", "bench"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        os.environ[name] = value
-    os.environ["CKPTWEB_S3_ENDPOINT_URL"] = server.endpoint
-    setup_django(workdir, extra_roots=[f"s3://{BUCKET}"])
-    return server
 
 
 def _upload_history(server: DelayedS3Server, workdir: Path, batches: int) -> int:
@@ -121,7 +102,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-s3-first-sync-"))
-    server = _serve_s3(workdir)
+    server = serve_s3_for_django(workdir, BUCKET)
     files = _upload_history(server, workdir, args.batches)
     print(
         f"{args.batches} batches, {files} objects on s3://{BUCKET}/history; each request delayed {args.delay_ms:g} ms"

@@ -8,10 +8,13 @@ client really had open together. Used by bench/s3_first_sync.py and tests/s3.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -77,3 +80,24 @@ def request_kind(environ: dict[str, Any]) -> str:
     method = environ["REQUEST_METHOD"]
     key = environ.get("PATH_INFO", "").lstrip("/").partition("/")[2]
     return "LIST" if method == "GET" and not key else method
+
+
+def serve_s3_for_django(workdir: Path, bucket: str) -> DelayedS3Server:
+    """Start a server, point boto3's credentials and ckptweb's storage at it, set Django up in ``workdir``.
+
+    ``s3://<bucket>`` is an allowed checkpoint root (the bucket itself is the caller's to create).
+    """
+    from bench.django_env import setup_django
+
+    for logger in ("werkzeug", "botocore"):  # a line per request otherwise
+        logging.getLogger(logger).setLevel(logging.WARNING)
+    server = DelayedS3Server().start()
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "bench"),
+        ("AWS_SECRET_ACCESS_KEY", "bench"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
+        os.environ[name] = value
+    os.environ["CKPTWEB_S3_ENDPOINT_URL"] = server.endpoint
+    setup_django(workdir, extra_roots=[f"s3://{bucket}"])
+    return server

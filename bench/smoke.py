@@ -39,6 +39,10 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
     "bench.first_sync": ("--workdir", "{workdir}", "--batches", "20", "--repeat", "1"),
     "bench.sync_calls": ("--workdir", "{workdir}", "--short", "10", "--long", "20", "--repeat", "1"),
     "bench.s3_first_sync": ("--workdir", "{workdir}", "--batches", "10", "--delay-ms", "1", "--repeat", "1"),
+    "bench.periodic_calls": (
+        *("--workdir", "{workdir}", "--long", "200", "--short", "20", "--partitions", "2"),
+        *("--minutes", "1", "--rounds", "1"),
+    ),
     "bench.runtime_charts": ("--batches", "200", "--repeats", "1"),
     "bench.metrics_at_scale": (
         "--workdir",

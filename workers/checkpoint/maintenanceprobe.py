@@ -80,7 +80,27 @@ def _probe_new_batches(storage: CheckpointStorage, log: KnownLog) -> tuple[int |
         latest = batch_id
         if name != str(batch_id):
             compacts.append((batch_id, len(data)))
+    if latest is None and log.latest_batch is not None:
+        _check_known_latest_still_there(storage, log)
     return latest, compacts
+
+
+def _check_known_latest_still_there(storage: CheckpointStorage, log: KnownLog) -> None:
+    """Raise CheckpointError when the known latest batch's file is gone while no later one follows it.
+
+    Spark deletes a log's batch files only once a later compaction covers them, and only when
+    older than spark.sql.streaming.fileSink.log.cleanupDelay / fileSource.log.cleanupDelay
+    (CompactibleFileStreamLog.deleteExpiredLog). A sync that did not probe for that long (the
+    server down, a long probe interval, a short delay) finds the next name already deleted: the
+    log moved past what is known, and only a listing tells where it is now.
+    """
+    name = batch_file_name(log.latest_batch, log.compact_interval)
+    if not storage.has_file(_join(log.path, name)):
+        raise CheckpointError(
+            _join(log.path, name),
+            f"batch {log.latest_batch}, the latest known, is gone and batch {log.latest_batch + 1} is not "
+            "there: Spark compacted the log past it and deleted the older files",
+        )
 
 
 def _check_not_named_otherwise(storage: CheckpointStorage, log: KnownLog, batch_id: int, name: str) -> None:
