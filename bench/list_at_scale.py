@@ -10,9 +10,11 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    figures a sync stores, and a spread of states: running, stopped, stalled, falling behind,
    failing to sync, damaged, copies of a query. ANALYZE.
 2. Starts gunicorn and logs one session in.
-3. Server side: keeps the list busy with wrk (or ``--client python``) from one connection for ``--seconds`` per variant
-   (the default order, each status filter, each sort, provider, scheme, findings, a search) and
-   prints requests, p50, p95 and p99.
+3. Server side: ``--rounds`` rounds; in each, keeps busy with wrk (or ``--client python``) from one
+   connection for ``--seconds`` the baseline (``/health/``, a request that reads no checkpoint) and
+   then each variant of the list (the default order, each status filter, each sort, provider,
+   scheme, findings, a search); prints requests, p50, p95 and p99 per round, then each variant's
+   p95 over the rounds (min / median / max) and its requests in all, with the load average.
 4. In Debian's chromium (Playwright), times a visit of the list to the table drawn
    (``--visits`` visits, first with an empty cache) and prints the median and range.
 """
@@ -20,6 +22,7 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -150,7 +153,10 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-list"))
     add_fill_arguments(parser)
-    parser.add_argument("--seconds", type=int, default=10, help="how long wrk keeps each variant busy")
+    parser.add_argument(
+        "--seconds", type=int, default=75, help="how long wrk keeps each variant busy in a round (1,000+ requests)"
+    )
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--visits", type=int, default=10)
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=8767)
@@ -166,18 +172,38 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+# The baseline, interleaved with the variants in every round: a request of the same server that reads
+# no checkpoint (the health check: one query and the broker's ping), the machine's floor at that moment.
+BASELINE = ("baseline: /health/", "/health/")
+
+
 def _time_variants(args: argparse.Namespace, base: str) -> None:
-    """One client on each variant of the list for ``--seconds``; print a row of latencies per variant."""
+    """``--rounds`` rounds of one client on the baseline then each variant for ``--seconds``; a row each,
+    then per variant the p95 (min / median / max over the rounds) and the requests in all."""
     if args.client == "wrk":
         require_wrk()
     cookie = cookie_header(logged_in_session(base, USER, PASSWORD))
-    print(f"\n{'list variant':<24} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-    for name, path in VARIANTS.items():
-        row = _one_client_figures(args, base + path, cookie)
-        print(
-            f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
-            f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
-        )
+    rows: dict[str, list[dict]] = {}
+    for number in range(1, args.rounds + 1):
+        print(f"\nround {number}, load average {_load()}")
+        print(f"{'list variant':<24} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+        for name, path in (BASELINE, *VARIANTS.items()):
+            row = _one_client_figures(args, base + path, cookie)
+            rows.setdefault(name, []).append(row)
+            print(
+                f"{name:<24} {row['requests']:>9} {row['errors']:>7} "
+                f"{row['p50_ms']:>8.0f} {row['p95_ms']:>8.0f} {row['p99_ms']:>8.0f}"
+            )
+    print(f"\n{args.rounds} rounds, load average {_load()}")
+    print(f"{'list variant':<24} {'requests':>9} {'errors':>7} {'p95 ms min / median / max':>28}")
+    for name, runs in rows.items():
+        p95 = sorted(run["p95_ms"] for run in runs)
+        spread = f"{p95[0]:.0f} / {statistics.median(p95):.0f} / {p95[-1]:.0f}"
+        print(f"{name:<24} {sum(r['requests'] for r in runs):>9} {sum(r['errors'] for r in runs):>7} {spread:>28}")
+
+
+def _load() -> str:
+    return " ".join(f"{figure:.2f}" for figure in os.getloadavg())
 
 
 def _one_client_figures(args: argparse.Namespace, url: str, cookie: str) -> dict:

@@ -10,7 +10,8 @@ Usage (from the repository root)::
    partitions, a file sink; every file a copy of one PySpark wrote), one ``--long`` batches into its
    history and one ``--short``, each as Spark's retention leaves it (the newest 100 offsets and
    commits, the compactible logs' files of the last 10 minutes of batches (Spark's cleanup delay) and
-   from the previous compact on, the newest 100 state versions with a snapshot every 10). Registers both (a first sync: the full walk), on a fresh SQLite database.
+   from the previous compact on, the newest 100 state versions with a snapshot every 10).
+   Registers both (a first sync: the full walk), on a fresh SQLite database.
 2. Per round, ``--minutes`` of the ``--interval``-second schedule a checkpoint gets: each step, one
    new batch in each checkpoint (with the deletions Spark's retention makes) and a sync of each,
    the long history then the short one (interleaved), at a clock that advances ``--interval``

@@ -55,7 +55,7 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
         "2",
     ),
     "bench.list_at_scale": (
-        *("--workdir", "{workdir}", "--checkpoints", "5", "--batches-each", "10", "--seconds", "1"),
+        *("--workdir", "{workdir}", "--checkpoints", "5", "--batches-each", "10", "--seconds", "1", "--rounds", "1"),
         *("--visits", "1", "--port", "8867", "--redis-url", REDIS_URL),
     ),
     "bench.pages_at_scale": (
