@@ -3,12 +3,13 @@
 Sizes: a chart's byte axis is drawn in the largest of B, KB, MB, GB, TB that its largest value
 reaches (1 KB = 1,024 bytes, as the tables' filesizeformat counts), and each hover reads
 "4.2 KB", not "4.288k bytes". Counts (files, rows, batch ids) get whole-number ticks: Plotly
-ticks a short range in halves otherwise ("0.5 files"). Series: one colour (and dash) each.
+ticks a short range in halves otherwise ("0.5 files"). Series: one colour (and dash) each. Plain-dict
+figures: plotly.py's default look, and panels stacked on one time axis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 BYTES_PER_KB = 1_024
@@ -63,4 +64,82 @@ def series_line(index: int) -> dict:
     return {
         "color": SERIES_COLOURS[index % len(SERIES_COLOURS)],
         "dash": SERIES_DASHES[index // len(SERIES_COLOURS) % len(SERIES_DASHES)],
+    }
+
+
+# plotly.py's default template ("plotly"): what the page's charts look like. The figures are plain
+# dicts (no template is sent), so they set the few of its properties that show.
+PLOTLY_COLOURS = (
+    "#636efa",
+    "#EF553B",
+    "#00cc96",
+    "#ab63fa",
+    "#FFA15A",
+    "#19d3f3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+)
+AXIS_LOOK = {
+    "gridcolor": "white",
+    "linecolor": "white",
+    "zerolinecolor": "white",
+    "zerolinewidth": 2,
+    "automargin": True,
+}
+PLOT_BACKGROUND = "#E5ECF6"
+TEXT_COLOUR = "#2a3f5f"
+
+
+def stacked_panels(titles: Sequence[str], *, spacing: float) -> dict:
+    """The layout of ``len(titles)`` panels stacked on one shared x axis, each titled above, top first,
+    as plotly.py's ``make_subplots(rows=n, cols=1, shared_xaxes=True, subplot_titles=titles)`` lays
+    them out: panel ``r`` (from 1) draws on axes ``x<r>``/``y<r>`` (``x``/``y`` for the first); only the
+    bottom x axis is ticked and the others follow it."""
+    rows = len(titles)
+    height = (1 - spacing * (rows - 1)) / rows
+    layout: dict = {"plot_bgcolor": PLOT_BACKGROUND, "font": {"color": TEXT_COLOUR}, "annotations": []}
+    for row, title in enumerate(titles, start=1):
+        top = 1 - (row - 1) * (height + spacing)
+        layout[panel_axis_name("x", row)] = {
+            "anchor": f"y{_axis_suffix(row)}",
+            "domain": [0, 1],
+            **({"matches": f"x{_axis_suffix(rows)}", "showticklabels": False} if row < rows else {}),
+            **AXIS_LOOK,
+        }
+        layout[panel_axis_name("y", row)] = {
+            "anchor": f"x{_axis_suffix(row)}",
+            "domain": [top - height, top],
+            **AXIS_LOOK,
+        }
+        layout["annotations"].append(_panel_title(title, top))
+    return layout
+
+
+def panel_axes(row: int) -> dict:
+    """A trace's axes in panel ``row`` (from 1) of ``stacked_panels``."""
+    return {"xaxis": f"x{_axis_suffix(row)}", "yaxis": f"y{_axis_suffix(row)}"}
+
+
+def panel_axis_name(letter: str, row: int) -> str:
+    """The layout key of panel ``row``'s ``letter`` ("x" or "y") axis in ``stacked_panels``."""
+    return f"{letter}axis{_axis_suffix(row)}"
+
+
+def _axis_suffix(row: int) -> str:
+    return "" if row == 1 else str(row)
+
+
+def _panel_title(text: str, top: float) -> dict:
+    return {
+        "text": text,
+        "showarrow": False,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": top,
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "font": {"size": 16},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,9 +11,24 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.models import ms_to_datetime
-from dashboards.query_page.chart_units import SizeUnit, count_axis, series_line, whole_number_ticks
+from dashboards.query_page.chart_units import (
+    PLOTLY_COLOURS,
+    SizeUnit,
+    count_axis,
+    panel_axes,
+    panel_axis_name,
+    series_line,
+    stacked_panels,
+    whole_number_ticks,
+)
 from dashboards.query_page.compaction import CompactionOutlook
-from dashboards.query_page.runtime_charts import MILLISECONDS, WATERMARK_GAP_UNITS, DurationUnit, sentence_figure
+from dashboards.query_page.runtime_charts import (
+    MILLISECONDS,
+    WATERMARK_GAP_UNITS,
+    DurationUnit,
+    Figure,
+    sentence_figure,
+)
 from workers.checkpoint.compactible import is_compaction_batch
 from workers.checkpoint.wording import format_size
 
@@ -34,7 +50,7 @@ def batch_timeline_figure(
     sink_compact_interval: int | None = None,
     bucket_width: int = 1,
     has_untimed_batches: bool = False,
-) -> go.Figure:
+) -> Figure:
     """Batch id, interval since the previous batch, and the watermark, against batch start time.
 
     Batches without a timestamp (Spark 2.0-era logs wrote 0) cannot be placed on a time axis and
@@ -44,26 +60,40 @@ def batch_timeline_figure(
     figure says so, and leaves out the compaction marks, which would be a random few. A panel
     without data is left out and named in a note; without any timed batch, a sentence says why
     (``has_untimed_batches``: the range has batches, all without a start time).
+
+    A plain dict in Plotly's figure schema (as the Runtime charts): plotly.py's graph objects
+    validated and deep-copied every array, most of an uncached request's CPU and, in a fresh
+    process, its first use of plotly.py (docs/benchmarks.md).
     """
     timed = [p for p in points if p.timestamp_ms > 0]
     if not timed:
         sentence = TIMELINE_UNTIMED if has_untimed_batches else TIMELINE_EMPTY
-        return go.Figure(sentence_figure(sentence, height_px=TIMELINE_HEIGHT_PX))
-    times = [ms_to_datetime(p.timestamp_ms) for p in timed]
+        return sentence_figure(sentence, height_px=TIMELINE_HEIGHT_PX)
+    times = [p.timestamp_ms for p in timed]
     panels = _timeline_panels(timed, times, sink_compact_interval if bucket_width == 1 else None)
-    figure = make_subplots(
-        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=[p.title for p in panels]
-    )
+    layout = stacked_panels([p.title for p in panels], spacing=0.06)
+    layout["yaxis"].update(whole_number_ticks(p.batch_id for p in timed))
     for row, panel in enumerate(panels, start=1):
-        for trace in panel.traces:
-            figure.add_trace(trace, row=row, col=1)
-    figure.update_yaxes(whole_number_ticks(p.batch_id for p in timed), row=1, col=1)
-    figure.update_layout(
-        height=TIMELINE_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h"}
+        # Epoch milliseconds on date axes: short JSON, and no datetime to format per point.
+        layout[panel_axis_name("x", row)]["type"] = "date"
+        if panel.y_is_time:
+            layout[panel_axis_name("y", row)]["type"] = "date"
+    layout.update(
+        height=TIMELINE_HEIGHT_PX,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        legend={"orientation": "h"},
+        colorway=list(PLOTLY_COLOURS),
     )
-    _say_if_downsampled(figure, bucket_width)
-    _say_what_is_left_out(figure, timed)
+    data = [{**trace, **panel_axes(row)} for row, panel in enumerate(panels, start=1) for trace in panel.traces]
+    figure = {"data": data, "layout": layout}
+    _say_if_downsampled(layout, bucket_width)
+    _say_what_is_left_out(layout, timed)
     return figure
+
+
+def figure_json(figure: Figure) -> str:
+    """A plain-dict figure as the JSON Plotly.react takes."""
+    return json.dumps(figure, separators=(",", ":"), allow_nan=False)
 
 
 TIMELINE_HEIGHT_PX = 620  # the CSS of .chart reserves as much before the figure arrives
@@ -80,10 +110,11 @@ TIMELINE_UNTIMED = (
 @dataclass(frozen=True, slots=True)
 class _Panel:
     title: str
-    traces: tuple[go.Scatter, ...]
+    traces: tuple[dict, ...]
+    y_is_time: bool = False
 
 
-def _timeline_panels(timed: list[TimelinePoint], times: list[datetime], compact_interval: int | None) -> list[_Panel]:
+def _timeline_panels(timed: list[TimelinePoint], times: list[int], compact_interval: int | None) -> list[_Panel]:
     """The batch ids, then the intervals and the watermark where there are any."""
     batches = [_batch_trace(timed, times, committed=True), _batch_trace(timed, times, committed=False)]
     if compact_interval:
@@ -93,11 +124,11 @@ def _timeline_panels(timed: list[TimelinePoint], times: list[datetime], compact_
     if interval is not None:
         panels.append(interval)
     if any(p.watermark_ms > 0 for p in timed):
-        panels.append(_Panel("Watermark (event time)", (_watermark_trace(timed, times),)))
+        panels.append(_Panel("Watermark (event time)", (_watermark_trace(timed, times),), y_is_time=True))
     return panels
 
 
-def _say_what_is_left_out(figure: go.Figure, timed: list[TimelinePoint]) -> None:
+def _say_what_is_left_out(layout: dict, timed: list[TimelinePoint]) -> None:
     """A note under the chart for each panel it cannot draw, so nothing is missing unsaid."""
     notes = []
     if len(timed) < 2:
@@ -105,35 +136,40 @@ def _say_what_is_left_out(figure: go.Figure, timed: list[TimelinePoint]) -> None
     if not any(p.watermark_ms > 0 for p in timed):
         notes.append("no watermark: Spark reports one for queries with withWatermark, once a batch has set it")
     if notes:
-        figure.add_annotation(
-            text="; ".join(notes),
-            showarrow=False,
-            xref="paper",
-            yref="paper",
-            x=0,
-            y=-0.08,
-            xanchor="left",
-            yanchor="top",
-            font={"size": 11, "color": "#555"},
+        layout["annotations"].append(
+            {
+                "text": "; ".join(notes),
+                "showarrow": False,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": -0.08,
+                "xanchor": "left",
+                "yanchor": "top",
+                "font": {"size": 11, "color": "#555"},
+            }
         )
 
 
-def _say_if_downsampled(figure: go.Figure, bucket_width: int) -> None:
+def _say_if_downsampled(layout: dict, bucket_width: int) -> None:
     if bucket_width > 1:
-        figure.update_layout(
-            title={
-                "text": f"Downsampled: lowest and highest value of every {bucket_width:,} batches; "
-                "choose a smaller batch range for every batch",
-                "font": {"size": 13},
-            },
-            margin={"t": 70},
-        )
+        layout["title"] = {
+            "text": f"Downsampled: lowest and highest value of every {bucket_width:,} batches; "
+            "choose a smaller batch range for every batch",
+            "font": {"size": 13},
+            "x": 0.05,  # where plotly.py's default template puts a title
+        }
+        layout["margin"]["t"] = 70
 
 
-def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committed: bool) -> go.Scatter:
+def _scatter(**properties) -> dict:
+    return {"type": "scatter", **properties}
+
+
+def _batch_trace(points: list[TimelinePoint], times: list[int], *, committed: bool) -> dict:
     chosen = [(t, p.batch_id) for t, p in zip(times, points, strict=True) if p.is_committed == committed]
     name = "committed" if committed else "uncommitted"
-    return go.Scatter(
+    return _scatter(
         x=[t for t, _ in chosen],
         y=[b for _, b in chosen],
         mode="markers",
@@ -143,9 +179,9 @@ def _batch_trace(points: list[TimelinePoint], times: list[datetime], *, committe
     )
 
 
-def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interval: int) -> go.Scatter:
+def _compaction_trace(points: list[TimelinePoint], times: list[int], interval: int) -> dict:
     chosen = [(t, p.batch_id) for t, p in zip(times, points, strict=True) if is_compaction_batch(p.batch_id, interval)]
-    return go.Scatter(
+    return _scatter(
         x=[t for t, _ in chosen],
         y=[b for _, b in chosen],
         mode="markers",
@@ -155,15 +191,15 @@ def _compaction_trace(points: list[TimelinePoint], times: list[datetime], interv
     )
 
 
-def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> _Panel | None:
+def _interval_trace(points: list[TimelinePoint], times: list[int]) -> _Panel | None:
     gaps_ms = [
-        (later - earlier).total_seconds() * 1000 if point.interval_ms is None else point.interval_ms
-        for earlier, later, point in zip(times, times[1:], points[1:], strict=False)
+        later.timestamp_ms - earlier.timestamp_ms if later.interval_ms is None else later.interval_ms
+        for earlier, later in zip(points, points[1:], strict=False)
     ]
     if not gaps_ms:
         return None
     unit = DurationUnit.for_longest(max(gaps_ms), INTERVAL_UNITS)
-    trace = go.Scatter(
+    trace = _scatter(
         x=times[1:],
         y=[gap / unit.ms for gap in gaps_ms],
         customdata=[p.batch_id for p in points[1:]],
@@ -178,14 +214,16 @@ def _interval_trace(points: list[TimelinePoint], times: list[datetime]) -> _Pane
 INTERVAL_UNITS = (MILLISECONDS, *WATERMARK_GAP_UNITS)
 
 
-def _watermark_trace(points: list[TimelinePoint], times: list[datetime]) -> go.Scatter:
+def _watermark_trace(points: list[TimelinePoint], times: list[int]) -> dict:
     # Spark writes 0 until the first watermark is known; that is "none", not 1970.
+    # As ISO text, not epoch milliseconds: Plotly reads a 2- or 4-digit number on a date axis as a
+    # year, and a watermark can be a few seconds after the epoch (a rate source's event time).
     marks = [
-        (t, ms_to_datetime(p.watermark_ms), p.batch_id)
+        (t, ms_to_datetime(p.watermark_ms).isoformat(), p.batch_id)
         for t, p in zip(times, points, strict=True)
         if p.watermark_ms > 0
     ]
-    return go.Scatter(
+    return _scatter(
         x=[t for t, _, _ in marks],
         y=[w for _, w, _ in marks],
         customdata=[b for _, _, b in marks],

@@ -25,7 +25,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dashboards.query_page.chart_units import SERIES_DASHES, SizeUnit, count_axis, series_line
+from dashboards.query_page.chart_units import (
+    AXIS_LOOK,
+    PLOTLY_COLOURS,
+    SERIES_DASHES,
+    SizeUnit,
+    count_axis,
+    series_line,
+)
 from dashboards.query_page.mark_lane import MarkDecorations, RuntimeMark, add_lane, mark_decorations
 from workers.checkpoint.wording import format_size
 
@@ -335,26 +342,6 @@ STATE_CHANGES = (
     ("removed", "#d9534f", lambda p: p.num_rows_removed),
     ("dropped by watermark", "#e08a00", lambda p: p.num_rows_dropped_by_watermark),
 )
-# plotly.py's default template: what the page's other charts look like.
-_PLOTLY_COLOURS = (
-    "#636efa",
-    "#EF553B",
-    "#00cc96",
-    "#ab63fa",
-    "#FFA15A",
-    "#19d3f3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-)
-_AXIS_LOOK = {
-    "gridcolor": "white",
-    "linecolor": "white",
-    "zerolinecolor": "white",
-    "zerolinewidth": 2,
-    "automargin": True,
-}
 
 
 def _state_changes_figure(series) -> Figure:
@@ -473,7 +460,7 @@ def _shared_layout(layout: dict, *, show_legend: bool, batch_link: str) -> dict:
         font={"size": 11, "color": "#2a3f5f"},
         hoverlabel={"align": "left"},
         legend={"orientation": "h", "y": -0.18, "yanchor": "top", "font": {"size": 11}},
-        colorway=list(_PLOTLY_COLOURS),
+        colorway=list(PLOTLY_COLOURS),
         meta={**layout.get("meta", {}), "link": batch_link},
     )
 
@@ -485,9 +472,9 @@ def _set_time_axes(layout: dict) -> None:
         "type": "date",
         "hoverformat": "%Y-%m-%d %H:%M:%S.%L UTC",
         "title": {"text": "batch start (UTC)", "font": {"size": 10}, "standoff": 4},
-        **_AXIS_LOOK,
+        **AXIS_LOOK,
     }
-    layout["yaxis"] = {"rangemode": "tozero", **_AXIS_LOOK, **layout["yaxis"]}
+    layout["yaxis"] = {"rangemode": "tozero", **AXIS_LOOK, **layout["yaxis"]}
 
 
 def _bucket_note(bucket_width: int) -> dict:

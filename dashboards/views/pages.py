@@ -47,6 +47,7 @@ from dashboards.query_page.charts import (
     PartitionPoint,
     batch_timeline_figure,
     compact_size_figure,
+    figure_json,
     inventory_growth_figure,
     state_heatmap_figure,
 )
@@ -157,12 +158,13 @@ def batch_timeline_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespon
 def _timeline_json(checkpoint: Checkpoint, batch_range: BatchRange, sink_compact_interval: int | None) -> str:
     """The batch timeline figure of the range, as JSON."""
     series = timeline_series(checkpoint, batch_range)
-    return batch_timeline_figure(
+    figure = batch_timeline_figure(
         series.points,
         sink_compact_interval=sink_compact_interval,
         bucket_width=series.bucket_width,
         has_untimed_batches=not series.points and _has_untimed_batch(checkpoint, batch_range),
-    ).to_json()
+    )
+    return figure_json(figure)
 
 
 def _batches_in(checkpoint: Checkpoint, batch_range: BatchRange):

@@ -45,14 +45,20 @@ def _points(batches: int, *, watermark: bool = True) -> list[TimelinePoint]:
     ]
 
 
-def _sentence(figure: go.Figure) -> str:
+def _timeline(points, **options) -> go.Figure:
+    """The timeline figure through plotly.py's schema check (go.Figure raises ValueError naming a wrong property)."""
+    return go.Figure(batch_timeline_figure(points, **options))
+
+
+def _sentence(figure: go.Figure | dict) -> str:
+    figure = go.Figure(figure)
     layout = figure.to_plotly_json()["layout"]
     assert figure.data == () and layout["xaxis"]["visible"] is False and layout["yaxis"]["visible"] is False
     return layout["meta"]["sentence"]
 
 
 def test_a_checkpoint_without_batches_gets_a_sentence_instead_of_empty_timeline_axes():
-    sentence = _sentence(batch_timeline_figure([]))
+    sentence = _sentence(_timeline([]))
 
     assert sentence.startswith("No batches in this range yet: the timeline starts once the query has written offsets/0")
 
@@ -60,13 +66,13 @@ def test_a_checkpoint_without_batches_gets_a_sentence_instead_of_empty_timeline_
 def test_batches_without_a_start_time_are_said_to_be_off_the_time_axis():
     untimed = [TimelinePoint(b, 0, 0, True) for b in range(3)]
 
-    sentence = _sentence(batch_timeline_figure(untimed, has_untimed_batches=True))
+    sentence = _sentence(_timeline(untimed, has_untimed_batches=True))
 
     assert sentence.startswith("No batch here has a start time (Spark 2.0 wrote 0 as batchTimestampMs)")
 
 
 def test_a_query_without_watermark_gets_no_empty_watermark_panel_and_a_note_saying_why():
-    figure = batch_timeline_figure(_points(5, watermark=False))
+    figure = _timeline(_points(5, watermark=False))
 
     texts = [annotation.text for annotation in figure.layout.annotations]
     assert texts[:2] == ["Batch id", "Interval since the previous batch (s)"]
@@ -76,14 +82,14 @@ def test_a_query_without_watermark_gets_no_empty_watermark_panel_and_a_note_sayi
 
 
 def test_a_single_batch_gets_no_empty_interval_panel_and_a_note_saying_why():
-    figure = batch_timeline_figure(_points(1))
+    figure = _timeline(_points(1))
 
     texts = [annotation.text for annotation in figure.layout.annotations]
     assert texts == ["Batch id", "Watermark (event time)", "no interval: a single timed batch"]
 
 
 def test_every_timeline_hover_names_its_batch():
-    figure = batch_timeline_figure(_points(4), sink_compact_interval=2)
+    figure = _timeline(_points(4), sink_compact_interval=2)
 
     by_name = {trace.name: trace for trace in figure.data}
     assert by_name["committed"].hovertemplate.startswith("batch %{y}, committed")
@@ -99,14 +105,14 @@ def test_every_timeline_hover_names_its_batch():
 def test_the_intervals_read_in_milliseconds_when_batches_follow_each_other_within_ten_seconds():
     points = [TimelinePoint(b, START_MS + 250 * b, 0, True) for b in range(4)]
 
-    interval = batch_timeline_figure(points).data[-1]
+    interval = _timeline(points).data[-1]
 
     assert list(interval.y) == [250, 250, 250]
-    assert batch_timeline_figure(points).layout.annotations[1].text == "Interval since the previous batch (ms)"
+    assert _timeline(points).layout.annotations[1].text == "Interval since the previous batch (ms)"
 
 
 def test_a_few_batch_ids_are_ticked_at_whole_batches():
-    yaxis = batch_timeline_figure(_points(2)).layout.yaxis
+    yaxis = _timeline(_points(2)).layout.yaxis
 
     assert (yaxis.tickformat, yaxis.tick0, yaxis.dtick) == (",d", 0, 1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from django.conf import settings
@@ -71,7 +72,9 @@ def test_timeline_chart_plots_committed_and_uncommitted_batches_at_their_start_t
     figure = json.loads(viewer_client.get(reverse("dashboards:batch-timeline-chart", args=[synced.pk])).content)
     committed, uncommitted, interval, watermark = figure["data"]
     assert committed["y"] == [0, 1, 2] and uncommitted["y"] == [4]
-    assert committed["x"][0].startswith("2018-07-11T06:53:49.003")
+    # Epoch milliseconds on a date axis (every panel's x axis follows the bottom one).
+    assert datetime.fromtimestamp(committed["x"][0] / 1000, UTC).isoformat().startswith("2018-07-11T06:53:49.003")
+    assert {figure["layout"][f"xaxis{n}"]["type"] for n in ("", "2", "3")} == {"date"}
     assert interval["y"][0] == pytest.approx(1_002)  # ms: no interval reaches 10 s
     assert interval["customdata"][0] == 1
     assert "Interval since the previous batch (ms)" in [a["text"] for a in figure["layout"]["annotations"]]
