@@ -25,6 +25,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 DEDUP = FIXTURES / "file_source_dedup" / "checkpoint"
 SINK_LOG = FIXTURES / "windowed_agg_file_sink" / "output" / "_spark_metadata"
 SHUFFLE_PARTITIONS = b'"spark.sql.shuffle.partitions":"%d"'
+WRITERS = 16  # requests in flight while writing (boto3's client is thread-safe)
 
 
 class GrowingCheckpoint:
@@ -67,20 +68,21 @@ class GrowingCheckpoint:
             files.update(self._log_files(batch_id, offsets=batch_id >= first_offsets, logs=batch_id >= first_logs))
         for version in range(max(1, batches + 1 - self.retained_versions), batches + 1):
             files.update(self._state_files(version))
-        with ThreadPoolExecutor(max_workers=16) as pool:
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
             list(pool.map(lambda item: self._put(*item), files.items()))
         return len(files)
 
     def run_batch(self, batch_id: int) -> None:
         """Batch ``batch_id`` runs: its logs and state version, then what Spark's retention deletes."""
-        for key, body in {**self._log_files(batch_id), **self._state_files(batch_id + 1)}.items():
-            self._put(key, body)
+        written = {**self._log_files(batch_id), **self._state_files(batch_id + 1)}
         oldest = batch_id + 1 - self.retained_versions
         doomed = [f"{_store(p)}/{oldest}.{suffix}" for p in self.partitions for suffix in ("delta", "snapshot")]
         if self.retained_batches is not None:
             doomed += self._purged_logs(batch_id)
-        for key in doomed:
-            self.client.delete_object(Bucket=self.bucket, Key=f"{self.prefix}/{key}")
+        # As Spark's tasks write them: the partitions' files in parallel (a few hundred requests).
+        with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+            list(pool.map(lambda item: self._put(*item), written.items()))
+            list(pool.map(self._delete, doomed))
 
     def _purged_logs(self, batch_id: int) -> list[str]:
         """The log files Spark deletes once ``batch_id`` committed (offsets purge, logs after a compact)."""
@@ -139,6 +141,9 @@ class GrowingCheckpoint:
 
     def _schema(self) -> bytes:
         return (DEDUP / "state" / "0" / "_metadata" / "metadata").read_bytes()
+
+    def _delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=f"{self.prefix}/{key}")
 
     def _put(self, key: str, body: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{key}", Body=body)
