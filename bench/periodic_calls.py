@@ -46,6 +46,7 @@ COUNTED_KINDS = ("LIST", "GET", "HEAD")
 SPARK_RETAINED_BATCHES = 100
 # spark.sql.streaming.fileSink.log.cleanupDelay and fileSource.log.cleanupDelay: 10 minutes.
 SPARK_CLEANUP_DELAY_SECONDS = 600
+PROGRESS_EVERY_STEPS = 60  # a line every 10 simulated minutes at the default interval
 # What the state panel shows of a partition and of a compactible log.
 LOG_FIGURES = ("path", "latest_batch_id", "live_entries", "latest_compact_bytes")
 
@@ -108,6 +109,8 @@ def _one_round(server: DelayedS3Server, histories: list[History], clock: Clock, 
             if run.status != run.Status.OK:
                 raise SystemExit(f"{history.name}: the sync at step {step} ended {run.status}: {run.message}")
             counts[history.name] += Counter(server.requests_by_kind) - before
+        if (step - first_step + 1) % PROGRESS_EVERY_STEPS == 0:
+            print(f"  {step - first_step + 1} of {steps} steps, load average {_load()}", flush=True)
     return counts
 
 
