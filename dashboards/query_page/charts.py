@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,11 +88,6 @@ def batch_timeline_figure(
     _say_if_downsampled(layout, bucket_width)
     _say_what_is_left_out(layout, timed)
     return figure
-
-
-def figure_json(figure: Figure) -> str:
-    """A plain-dict figure as the JSON Plotly.react takes."""
-    return json.dumps(figure, separators=(",", ":"), allow_nan=False)
 
 
 TIMELINE_HEIGHT_PX = 620  # the CSS of .chart reserves as much before the figure arrives

@@ -215,7 +215,12 @@ def _time_span(
 
 def runtime_figures_json(figures: Mapping[str, Figure]) -> str:
     """One JSON object of the figures by part, as the chart endpoint returns it."""
-    return json.dumps(figures, separators=(",", ":"), allow_nan=False)
+    return figure_json(figures)
+
+
+def figure_json(figure: Figure | Mapping[str, Figure]) -> str:
+    """A plain-dict figure (or figures by part) as the JSON Plotly.react takes."""
+    return json.dumps(figure, separators=(",", ":"), allow_nan=False)
 
 
 def _rates_figure(progress: Sequence[ProgressPoint]) -> Figure:

@@ -47,13 +47,13 @@ from dashboards.query_page.charts import (
     PartitionPoint,
     batch_timeline_figure,
     compact_size_figure,
-    figure_json,
     inventory_growth_figure,
     state_heatmap_figure,
 )
 from dashboards.query_page.compaction import CompactionOutlook, median_trigger_seconds, project_compaction
 from dashboards.query_page.fragments import cached_text, synced_version
 from dashboards.query_page.run_summary import compare_with_run, runs_section
+from dashboards.query_page.runtime_charts import figure_json
 from dashboards.query_page.runtime_section import runtime_section
 from dashboards.query_page.summary_builds import still_building, timeline_batches_to_summarise
 from dashboards.query_page.timeline_rollups import timeline_series

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import plotly.graph_objects as go
+import pytest
 
 from dashboards.query_page.charts import (
     InventoryPoint,
@@ -205,3 +206,24 @@ def test_the_state_heatmap_hovers_sizes_as_people_write_them_and_ticks_counts_wh
     assert list(by_label["rows"].text[0]) == ["3", "1"]
     assert by_label["rows"].hovertemplate == "partition %{x}<br>rows: %{text} rows<extra></extra>"
     assert size.hovertemplate == "partition %{x}<br>bytes on disk: %{text}<extra></extra>"
+
+
+def test_stacked_panels_are_laid_out_as_plotlys_make_subplots_lays_them():
+    from plotly.subplots import make_subplots
+
+    from dashboards.query_page.chart_units import stacked_panels
+
+    for titles in (["a"], ["a", "b"], ["a", "b", "c"]):
+        theirs = make_subplots(
+            rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=titles
+        ).to_plotly_json()["layout"]
+        ours = stacked_panels(titles, spacing=0.06)
+        axes = [key for key in theirs if key.startswith(("xaxis", "yaxis"))]
+        assert sorted(axes) == sorted(key for key in ours if key.startswith(("xaxis", "yaxis")))
+        for key in axes:
+            for name, value in theirs[key].items():
+                assert ours[key][name] == pytest.approx(value), (titles, key, name)
+        for title, annotation in zip(ours["annotations"], theirs["annotations"], strict=True):
+            assert {k: title[k] for k in ("text", "x", "y", "xanchor", "yanchor")} == pytest.approx(
+                {k: annotation[k] for k in ("text", "x", "y", "xanchor", "yanchor")}
+            )
