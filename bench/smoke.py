@@ -3,11 +3,13 @@
 Usage (from the repository root; what the benches need: PostgreSQL and Redis as in the README's
 test command, Java 17 and PySpark, Debian's chromium and wrk)::
 
-    .venv/bin/python -m bench.smoke [--workdir DIR] [--only bench.sync_calls,...]
+    .venv/bin/python -m bench.smoke [--workdir DIR] [--only bench.sync_calls,...] [--lanes 2]
 
 Runs each module of SMOKE_RUNS as ``python -m <module> <arguments>`` in a work dir of its own
-under DIR (a temp dir by default), with its output in ``DIR/<module>.log``; prints each run's exit
-status and wall time, and the last lines of the output of those that failed. Exits 1 when one
+under DIR (a temp dir by default), with its output in ``DIR/<module>.log``, in ``--lanes``
+parallel lanes (the benches wait on Spark, servers and browsers more than they compute); prints
+each run's exit status and wall time, and the last lines of the output of those that failed.
+Each bench has a PostgreSQL database and a Redis database of its own, so lanes never share one. Exits 1 when one
 failed or ran past RUN_TIMEOUT_SECONDS. The figures mean nothing at these sizes: what is checked
 is that each bench still runs to its end, which a renamed import or a missing tool breaks first.
 A new bench goes into SMOKE_RUNS (tests/test_bench_smoke.py fails until it does).
@@ -21,15 +23,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_SECONDS = 600
 FAILED_OUTPUT_LINES = 30
-# A Redis database of the smoke's own: the page benches empty the one they are given.
-REDIS_URL = "redis://127.0.0.1:6379/11"
+# Redis databases of the smoke's own, one per bench that takes one (the page benches empty the one
+# they are given): "{redis}" in SMOKE_RUNS.
+FIRST_REDIS_DATABASE = 11
+# CKPTWEB_BENCH_DATABASE of each bench: the benches that fill PostgreSQL (re)create the database it names.
+BENCH_DATABASE_PREFIX = "ckptweb_smoke_"
 
-# module -> its arguments at a tiny size; "{workdir}" is the run's own work dir, "{base}" the smoke's.
+# module -> its arguments at a tiny size; "{workdir}" is the run's own work dir, "{base}" the smoke's,
+# "{redis}" the bench's own Redis database.
 # The ports are moved out of the way of a bench someone runs at full size meanwhile. state_follow
 # measures the state state_rows built (the same "variable" dir), so PySpark builds it once; the
 # snapshot cases' version choice is tested in tests/test_bench_state_rows.py and, on states PySpark
@@ -56,20 +63,20 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
     ),
     "bench.list_at_scale": (
         *("--workdir", "{workdir}", "--checkpoints", "5", "--batches-each", "10", "--seconds", "1", "--rounds", "1"),
-        *("--visits", "1", "--port", "8867", "--redis-url", REDIS_URL),
+        *("--visits", "1", "--port", "8867", "--redis-url", "{redis}"),
     ),
     "bench.pages_at_scale": (
         *("--workdir", "{workdir}", "--batches", "200", "--clients", "2", "--seconds", "1"),
-        *("--gunicorn-workers", "1", "--live-batches", "1", "--port", "8866", "--redis-url", REDIS_URL),
+        *("--gunicorn-workers", "1", "--live-batches", "1", "--port", "8866", "--redis-url", "{redis}"),
     ),
     "bench.cold_charts": (
         *("--workdir", "{workdir}", "--large", "200", "--small", "100", "--rounds", "1", "--repetitions", "1"),
-        *("--port", "8868", "--redis-url", REDIS_URL),
+        *("--port", "8868", "--redis-url", "{redis}"),
     ),
     "bench.load": (
         *("--workdir", "{workdir}", "--checkpoints", "4", "--batches", "5", "--interval", "5", "--users", "8"),
         *("--seconds", "2", "--workers", "1", "--concurrency", "1", "--gunicorn-workers", "1"),
-        *("--port", "8865", "--redis-url", REDIS_URL),
+        *("--port", "8865", "--redis-url", "{redis}"),
     ),
     "bench.page_load": ("--workdir", "{workdir}", "--repo", ".", "--visits", "1", "--port", "8850"),
     "bench.state_rows": (
@@ -97,9 +104,32 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A bench that reads what another built runs after it, in the same lane.
+RUNS_AFTER = {"bench.state_follow": "bench.state_rows"}
+# Started first, so that the lanes end together: the benches that start Spark or a browser.
+SLOWEST = (
+    "bench.state_rows",
+    "bench.screenshots",
+    "bench.soak_demo",
+    "bench.restart_after_snapshot",
+    "bench.page_load",
+)
+
+
+def redis_url(module: str) -> str:
+    """The bench's own Redis database, among those of the benches that take one."""
+    takers = [name for name, arguments in SMOKE_RUNS.items() if any("{redis}" in a for a in arguments)]
+    return f"redis://127.0.0.1:6379/{FIRST_REDIS_DATABASE + takers.index(module)}" if module in takers else ""
+
+
 def command_for(module: str, base: Path) -> list[str]:
-    arguments = (argument.format(workdir=base / module, base=base) for argument in SMOKE_RUNS[module])
+    workdir, redis = base / module, redis_url(module)
+    arguments = (argument.format(workdir=workdir, base=base, redis=redis) for argument in SMOKE_RUNS[module])
     return [sys.executable, "-m", module, *arguments]
+
+
+def environment_for(module: str) -> dict[str, str]:
+    return {**os.environ, "CKPTWEB_BENCH_DATABASE": BENCH_DATABASE_PREFIX + module.removeprefix("bench.")}
 
 
 def run_one(module: str, base: Path) -> tuple[int | None, float]:
@@ -107,7 +137,12 @@ def run_one(module: str, base: Path) -> tuple[int | None, float]:
     log, started = base / f"{module}.log", time.monotonic()
     with log.open("w") as output:
         process = subprocess.Popen(
-            command_for(module, base), cwd=REPO_DIR, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            command_for(module, base),
+            cwd=REPO_DIR,
+            env=environment_for(module),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             status = process.wait(timeout=RUN_TIMEOUT_SECONDS)
@@ -116,6 +151,15 @@ def run_one(module: str, base: Path) -> tuple[int | None, float]:
             process.wait()
             status = None
     return status, time.monotonic() - started
+
+
+def lane_units(modules: list[str]) -> list[list[str]]:
+    """The benches grouped into what one lane runs in a row (a bench after the one it reads), slowest first."""
+    units = [[module] for module in modules if RUNS_AFTER.get(module) not in modules]
+    for module in modules:
+        if RUNS_AFTER.get(module) in modules:
+            next(unit for unit in units if RUNS_AFTER[module] in unit).append(module)
+    return sorted(units, key=lambda unit: SLOWEST.index(unit[0]) if unit[0] in SLOWEST else len(SLOWEST))
 
 
 def describe(module: str, status: int | None, seconds: float) -> str:
@@ -127,6 +171,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--only", default=",".join(SMOKE_RUNS), help="comma-separated modules of SMOKE_RUNS")
+    parser.add_argument("--lanes", type=int, default=2, help="benches run at once (default 2)")
     return parser.parse_args(argv)
 
 
@@ -137,19 +182,31 @@ def _print_failed_logs(base: Path, failed: list[str]) -> None:
         print(f"\n== {module}, the end of {base / f'{module}.log'}:", *lines[-FAILED_OUTPUT_LINES:], sep="\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments(argv)
-    base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-smoke-"))
-    base.mkdir(parents=True, exist_ok=True)
-    started, failed = time.monotonic(), []
-    for module in args.only.split(","):
+def run_unit(unit: list[str], base: Path) -> list[str]:
+    """Run the unit's benches in a row; return those that failed (the rest of the unit still runs)."""
+    failed = []
+    for module in unit:
         status, seconds = run_one(module, base)
         print(describe(module, status, seconds), flush=True)
         if status != 0:
             failed.append(module)
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-bench-smoke-"))
+    base.mkdir(parents=True, exist_ok=True)
+    modules = args.only.split(",")
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.lanes) as lanes:
+        failed = [
+            module for done in lanes.map(lambda unit: run_unit(unit, base), lane_units(modules)) for module in done
+        ]
     _print_failed_logs(base, failed)
     print(
-        f"\n{len(args.only.split(','))} benches in {time.monotonic() - started:.0f} s; load average {os.getloadavg()}"
+        f"\n{len(modules)} benches in {args.lanes} lanes in {time.monotonic() - started:.0f} s;"
+        f" load average {os.getloadavg()}"
     )
     return 1 if failed else 0
 
