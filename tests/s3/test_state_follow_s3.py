@@ -9,6 +9,10 @@ import pytest
 
 from factories import make_checkpoint, planned_at
 from fixture_paths import OUR_FIXTURES
+from workers.checkpoint.statefollow import StateFile, follow_store, read_state_keys
+from workers.checkpoint.stateinventory import list_state_store_dirs
+from workers.checkpoint.statesummary import StateConf
+from workers.checkpoint.storage.checkpointstorage import CheckpointStorage
 from workers.sync import sync_checkpoint
 
 from .conftest import BUCKET
@@ -53,3 +57,33 @@ def test_on_s3_the_state_follows_at_most_once_per_interval(s3_bucket, copy_check
     sync_checkpoint(local.pk)  # a full pass of every file, on disk
     assert _figures(checkpoint) == _figures(local)
     assert {row[5] for row in _figures(checkpoint)} == {12}
+
+
+def test_following_a_store_on_s3_looks_a_snapshot_up_in_one_request_and_lists_nothing(moto_server, s3_bucket):
+    """s3fs's info of a missing key is a HEAD and then a LIST (to tell a folder): for the snapshot
+    looked up at each version of each partition, a LIST per partition per sync."""
+    _upload(s3_bucket, FIXTURE, "agg")
+    on_disk = CheckpointStorage(str(FIXTURE))
+    store = next(store for store in list_state_store_dirs(on_disk) if store.partition == 0)
+    conf = StateConf("lz4", row_checksum=False)  # Spark's defaults, as the fixture ran with
+    keys = read_state_keys(on_disk, store, 10, conf=conf)
+    remote = CheckpointStorage(
+        f"s3://{BUCKET}/agg", storage_options={"endpoint_url": moto_server.endpoint, "skip_instance_cache": True}
+    )
+    moto_server.reset_counts()
+
+    followed = follow_store(remote, store.path, "hdfs", keys, 12, conf=conf, unique_ids={})
+
+    # Version 11: its delta, and a GET of one byte that finds no 11.snapshot. Version 12: its
+    # delta, a GET that finds 12.snapshot, and a HEAD for its size.
+    assert {kind: moto_server.requests_by_kind[kind] for kind in ("LIST", "GET", "HEAD")} == {
+        "LIST": 0,
+        "GET": 4,
+        "HEAD": 1,
+    }
+    snapshot_size = (FIXTURE / store.path / "12.snapshot").stat().st_size
+    assert [(files.version, files.snapshot) for files in followed.versions] == [
+        (11, None),
+        (12, StateFile("12.snapshot", snapshot_size)),
+    ]
+    assert followed.rows == read_state_keys(on_disk, store, 12, conf=conf).rows

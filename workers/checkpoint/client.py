@@ -106,12 +106,13 @@ def find_newer_entry(
     """Return the first log entry past what the server has ("offsets/N" or "commits/N"), or None.
 
     Spark writes offsets/N and commits/N only after N-1, so asking for the next name of each log
-    is enough. When storage cannot be asked, the server's view is the best there is: None.
+    is enough (has_file: one request on an object store, where s3fs's exists of a missing key is
+    two). When storage cannot be asked, the server's view is the best there is: None.
     """
     for dirname, latest in ((OFFSETS_DIR, latest_batch_id), (COMMITS_DIR, latest_committed_batch_id)):
         relpath = f"{dirname}/{0 if latest is None else latest + 1}"
         try:
-            if storage.exists(relpath):
+            if storage.has_file(relpath):
                 return relpath
         except StorageError:
             return None

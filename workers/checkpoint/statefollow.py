@@ -165,7 +165,7 @@ def _hdfs_step(
     source = f"{store_path}/{version}.delta"
     data = storage.read_bytes(source, max_bytes=MAX_STATE_FILE_BYTES)
     keys = follow_delta(keys, data, version=version, source=source, codec=conf.codec, row_checksum=conf.row_checksum)
-    snapshot = storage.find_info(f"{store_path}/{version}.snapshot")
+    snapshot = storage.find_file(f"{store_path}/{version}.snapshot")
     files = FollowedVersion(version, StateFile(f"{version}.delta", len(data)), _state_file(snapshot))
     return keys, keys.rows, files
 
@@ -190,7 +190,7 @@ def _rocksdb_step(
             source, f"the key set before version {version} is unknown (it came from a zip's numKeys)"
         )
     keys = follow_changelog(keys, data, version=version, source=source, codec=conf.codec)
-    zip_info = storage.find_info(f"{store_path}/{stem}.zip")
+    zip_info = storage.find_file(f"{store_path}/{stem}.zip")
     return keys, keys.rows, FollowedVersion(version, StateFile(f"{stem}.changelog", len(data)), _state_file(zip_info))
 
 
@@ -204,7 +204,7 @@ def _family_step(
     zip resets the figures from itself (MissingFileError: the caller reads the version cold).
     """
     zip_path = f"{store_path}/{stem}.zip"
-    if storage.find_info(zip_path) is not None:
+    if storage.find_file(zip_path) is not None:
         raise MissingFileError(zip_path, f"version {version} has a zip: the figures are read again from it")
     source = f"{store_path}/{stem}.changelog"
     data = storage.read_bytes(source, max_bytes=MAX_STATE_FILE_BYTES)

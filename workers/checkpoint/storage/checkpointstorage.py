@@ -418,6 +418,19 @@ class CheckpointStorage:
             raise storage_error(relpath, "cannot look the file up", exc) from exc
         return True
 
+    def find_file(self, relpath: str) -> FileInfo | None:
+        """The file at ``relpath``, or None when there is none (a folder there is nothing).
+
+        For names that are only ever files and usually not there yet (the snapshot or zip a state
+        follow looks for at each version): on an object store a missing name costs one request
+        (has_file) where find_info costs two (a HEAD, then a LIST to tell a folder), and a name
+        that is there two (has_file, then find_info's HEAD).
+        """
+        if not self._is_local and not self.has_file(relpath):
+            return None
+        info = self.find_info(relpath)
+        return None if info is None or info.is_dir else info
+
     def exists(self, relpath: str) -> bool:
         """Tell whether a file or directory exists."""
         path = self._path(relpath)
