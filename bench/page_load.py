@@ -21,6 +21,13 @@ Usage (from the repository root; Debian's chromium)::
    and the bytes transferred are recorded too. ``--mbps`` and ``--rtt-ms`` emulate a slower network (Chrome
    DevTools' throttling); by default the loopback is used as it is.
 4. Prints the median and range of each figure per checkout.
+
+With ``--live URL`` (a query page of a server already running, e.g. ``make demo``'s after an hour
+of history) steps 1 and 2 are skipped: the browser logs in as ``--user`` (the demo's user by
+default) and times that page, as it is, beside whatever the machine is running::
+
+    .venv/bin/python -m bench.page_load --workdir /tmp/ckptweb-page-load \\
+        --live http://127.0.0.1:8000/checkpoints/1/ --visits 10
 """
 
 from __future__ import annotations
@@ -34,10 +41,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 
-from bench.load import _start, _stop, gunicorn_command
+from bench.load import _start, _stop, gunicorn_command, logged_in_session
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURE = REPO_DIR / "tests" / "fixtures" / "file_source_dedup"
@@ -239,15 +247,29 @@ def _report(labels: list[str], first: dict[str, list], repeat: dict[str, list]) 
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument(
-        "--repo", type=Path, action="append", required=True, help="a ckptweb checkout to serve (repeatable)"
-    )
+    parser.add_argument("--repo", type=Path, action="append", help="a ckptweb checkout to serve (repeatable)")
+    parser.add_argument("--live", help="instead of --repo: the URL of a query page of a running server")
+    parser.add_argument("--user", default="demo", help="with --live: who logs in (default: the demo's user)")
+    parser.add_argument("--password", default=os.environ.get("CKPTWEB_DEMO_PASSWORD", "ckptweb-demo"))
     parser.add_argument("--visits", type=int, default=15)
     parser.add_argument("--demo", action="store_true", help="serve as manage.py demo does (debug mode)")
     parser.add_argument("--port", type=int, default=8750, help="the first checkout's port; the next ones count up")
     parser.add_argument("--mbps", type=float, default=0, help="emulated bandwidth in Mbit/s (0: the loopback as it is)")
     parser.add_argument("--rtt-ms", type=float, default=0, help="emulated round-trip time, with --mbps")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if bool(args.repo) == bool(args.live):
+        parser.error("give either --repo (once or more) or --live")
+    return args
+
+
+def _live_session(args: argparse.Namespace) -> dict[str, str]:
+    """The session cookie of ``--user``, logged in to the server of ``--live`` through its login page."""
+    from django.conf import settings
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ckptweb.settings")
+    base = "{0.scheme}://{0.netloc}".format(urlsplit(args.live))
+    session = logged_in_session(base, args.user, args.password)
+    return {"name": settings.SESSION_COOKIE_NAME, "value": session.cookies[settings.SESSION_COOKIE_NAME]}
 
 
 def _start_servers(
@@ -295,6 +317,11 @@ def _visit_in_turn(
 def main() -> None:
     args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.live:
+        first, repeat = _visit_in_turn(args, ["live"], {"live": args.live}, _live_session(args))
+        _report(["live"], first, repeat)
+        print(f"load average at the end: {os.getloadavg()}")
+        return
     path, session = _prepare_database(args.workdir)
     labels = [f"{index}:{repo.resolve().name}" for index, repo in enumerate(args.repo)]
     servers: list[subprocess.Popen] = []
