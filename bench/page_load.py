@@ -248,9 +248,7 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--repo", type=Path, action="append", help="a ckptweb checkout to serve (repeatable)")
-    parser.add_argument("--live", help="instead of --repo: the URL of a query page of a running server")
-    parser.add_argument("--user", default="demo", help="with --live: who logs in (default: the demo's user)")
-    parser.add_argument("--password", default=os.environ.get("CKPTWEB_DEMO_PASSWORD", "ckptweb-demo"))
+    _add_live_arguments(parser)
     parser.add_argument("--visits", type=int, default=15)
     parser.add_argument("--demo", action="store_true", help="serve as manage.py demo does (debug mode)")
     parser.add_argument("--port", type=int, default=8750, help="the first checkout's port; the next ones count up")
@@ -260,6 +258,12 @@ def _arguments() -> argparse.Namespace:
     if bool(args.repo) == bool(args.live):
         parser.error("give either --repo (once or more) or --live")
     return args
+
+
+def _add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--live", help="instead of --repo: the URL of a query page of a running server")
+    parser.add_argument("--user", default="demo", help="with --live: who logs in (default: the demo's user)")
+    parser.add_argument("--password", default=os.environ.get("CKPTWEB_DEMO_PASSWORD", "ckptweb-demo"))
 
 
 def _live_session(args: argparse.Namespace) -> dict[str, str]:

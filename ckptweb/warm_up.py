@@ -4,7 +4,8 @@ A cold request (a fresh gunicorn worker, empty caches) should cost what any late
 (issue 25). Measured in-process at a load average near 4 (docs/benchmarks.md): the first request
 populated Django's reverse URL lookups (the gzip middleware's ``reverse``: 300 ms), compiled the
 page's templates, and built plotly.py's validators on its first figure (the timeline's first
-request: 740 ms, later ones 10 to 170 ms).
+request: 740 ms, later ones 10 to 170 ms). The figures are plain dicts now: a web process does not
+import plotly.py at all.
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ from ckptweb.compression import ADMIN_URL_NAME
 
 
 def warm_up() -> None:
-    """Load the URLconf and its reverse lookups, compile every project template, and draw one of
-    each plotly.py figure the pages still build with graph objects."""
+    """Load the URLconf and its reverse lookups, and compile every project template."""
     _ = get_resolver().url_patterns  # the attribute access is what loads the URLconf (every view module)
     reverse(ADMIN_URL_NAME)  # fills the reverse lookups of every URL name and namespace
     for name in project_template_names():
         get_template(name)
-    _draw_graph_object_figures()
 
 
 def project_template_names() -> list[str]:
@@ -34,20 +33,3 @@ def project_template_names() -> list[str]:
     for directory in (Path(d) for engine in settings.TEMPLATES for d in engine.get("DIRS", ())):
         names += [path.relative_to(directory).as_posix() for path in sorted(directory.rglob("*.html"))]
     return names
-
-
-def _draw_graph_object_figures() -> None:
-    from datetime import UTC, datetime
-
-    from dashboards.query_page.charts import (
-        InventoryPoint,
-        PartitionPoint,
-        compact_size_figure,
-        inventory_growth_figure,
-        state_heatmap_figure,
-    )
-
-    now = datetime.now(UTC)
-    compact_size_figure([(9, 1_000), (19, 2_000)], None, compact_interval=10).to_json()
-    inventory_growth_figure([InventoryPoint(now, "offsets", 1_000, 10)]).to_json()
-    state_heatmap_figure([PartitionPoint("0/default/0", 1, 1_000, 1, 1)]).to_json()

@@ -96,10 +96,10 @@ def stacked_panels(titles: Sequence[str], *, spacing: float) -> dict:
     """The layout of ``len(titles)`` panels stacked on one shared x axis, each titled above, top first,
     as plotly.py's ``make_subplots(rows=n, cols=1, shared_xaxes=True, subplot_titles=titles)`` lays
     them out: panel ``r`` (from 1) draws on axes ``x<r>``/``y<r>`` (``x``/``y`` for the first); only the
-    bottom x axis is ticked and the others follow it."""
+    bottom x axis is ticked and the others follow it. An empty title draws none."""
     rows = len(titles)
     height = (1 - spacing * (rows - 1)) / rows
-    layout: dict = {"plot_bgcolor": PLOT_BACKGROUND, "font": {"color": TEXT_COLOUR}, "annotations": []}
+    layout = plain_layout()
     for row, title in enumerate(titles, start=1):
         top = 1 - (row - 1) * (height + spacing)
         layout[panel_axis_name("x", row)] = {
@@ -110,11 +110,19 @@ def stacked_panels(titles: Sequence[str], *, spacing: float) -> dict:
         }
         layout[panel_axis_name("y", row)] = {
             "anchor": f"x{_axis_suffix(row)}",
-            "domain": [top - height, top],
+            # Rounding leaves the bottom panel a hair below 0 (-3e-17), which Plotly's schema refuses.
+            "domain": [max(top - height, 0.0), top],
             **AXIS_LOOK,
         }
-        layout["annotations"].append(_panel_title(title, top))
+        if title:
+            layout["annotations"].append(_panel_title(title, top))
     return layout
+
+
+def plain_layout() -> dict:
+    """What a plain-dict figure's layout starts from: the few properties of plotly.py's default
+    template that show (background, text colour)."""
+    return {"plot_bgcolor": PLOT_BACKGROUND, "font": {"color": TEXT_COLOUR}, "annotations": []}
 
 
 def panel_axes(row: int) -> dict:

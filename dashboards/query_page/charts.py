@@ -6,16 +6,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from dashboards.models import ms_to_datetime
 from dashboards.query_page.chart_units import (
+    AXIS_LOOK,
     PLOTLY_COLOURS,
     SizeUnit,
     count_axis,
     panel_axes,
     panel_axis_name,
+    plain_layout,
     series_line,
     stacked_panels,
     whole_number_ticks,
@@ -230,42 +229,43 @@ def _watermark_trace(points: list[TimelinePoint], times: list[int]) -> dict:
 
 def compact_size_figure(
     sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook | None, *, compact_interval: int
-) -> go.Figure:
-    """Size of each compact file against its batch id, the fitted trend and the threshold."""
+) -> Figure:
+    """Size of each compact file against its batch id, the fitted trend and the threshold.
+
+    Plain dicts in Plotly's figure schema, as every chart of the page (batch_timeline_figure says why).
+    """
     if not sizes:
         return _no_compact_file_yet(compact_interval)
     unit = SizeUnit.for_largest(max(s for _, s in sizes))
-    figure = go.Figure()
-    figure.add_trace(_compact_size_trace(sizes, unit))
+    layout = {
+        **plain_layout(),
+        "height": COMPACT_SIZE_HEIGHT_PX,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "legend": {"orientation": "h"},
+        "xaxis": {"title": {"text": "compaction batch id"}, **whole_number_ticks(b for b, _ in sizes), **AXIS_LOOK},
+        "yaxis": {"title": {"text": unit.name}, "rangemode": "tozero", **AXIS_LOOK},
+    }
+    figure = {"data": [_compact_size_trace(sizes, unit)], "layout": layout}
     if outlook is not None:
         _add_projection(figure, sizes, outlook, unit)
-    figure.update_layout(
-        height=COMPACT_SIZE_HEIGHT_PX,
-        margin={"l": 60, "r": 20, "t": 30, "b": 40},
-        legend={"orientation": "h"},
-        xaxis={"title": {"text": "compaction batch id"}, **whole_number_ticks(b for b, _ in sizes)},
-        yaxis={"title": {"text": unit.name}, "rangemode": "tozero"},
-    )
     return figure
 
 
 COMPACT_SIZE_HEIGHT_PX = 320
 
 
-def _no_compact_file_yet(compact_interval: int) -> go.Figure:
+def _no_compact_file_yet(compact_interval: int) -> Figure:
     first = compact_interval - 1
-    return go.Figure(
-        sentence_figure(
-            f"No compact file yet: Spark writes the first, {first}.compact, at batch {first} of this log "
-            f"(compactInterval {compact_interval}), then one every {compact_interval} batches.",
-            height_px=COMPACT_SIZE_HEIGHT_PX,
-        )
+    return sentence_figure(
+        f"No compact file yet: Spark writes the first, {first}.compact, at batch {first} of this log "
+        f"(compactInterval {compact_interval}), then one every {compact_interval} batches.",
+        height_px=COMPACT_SIZE_HEIGHT_PX,
     )
 
 
-def _compact_size_trace(sizes: Sequence[tuple[int, int]], unit: SizeUnit) -> go.Scatter:
+def _compact_size_trace(sizes: Sequence[tuple[int, int]], unit: SizeUnit) -> dict:
     """The size of each compact file (batch id, bytes), in ``unit``."""
-    return go.Scatter(
+    return _scatter(
         x=[b for b, _ in sizes],
         y=[s / unit.bytes for _, s in sizes],
         text=[format_size(s) for _, s in sizes],
@@ -277,7 +277,7 @@ def _compact_size_trace(sizes: Sequence[tuple[int, int]], unit: SizeUnit) -> go.
 
 
 def _add_projection(
-    figure: go.Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook, unit: SizeUnit
+    figure: Figure, sizes: Sequence[tuple[int, int]], outlook: CompactionOutlook, unit: SizeUnit
 ) -> None:
     """The fitted trend a little past the data; the threshold line only when it is near the data.
 
@@ -290,8 +290,8 @@ def _add_projection(
         end = min(end, max(outlook.crossing_batch_id, last))
     xs = (first, end)
     ys = [outlook.intercept_bytes + outlook.bytes_per_batch * x for x in xs]
-    figure.add_trace(
-        go.Scatter(
+    figure["data"].append(
+        _scatter(
             x=list(xs),
             y=[y / unit.bytes for y in ys],
             text=[format_size(y) for y in ys],
@@ -302,11 +302,26 @@ def _add_projection(
         )
     )
     if outlook.threshold_bytes <= 2 * max(max(s for _, s in sizes), *ys):
-        figure.add_hline(
-            y=outlook.threshold_bytes / unit.bytes,
-            line={"color": "#d9534f", "dash": "dash"},
-            annotation_text=f"{format_size(outlook.threshold_bytes)}: a compaction would outlast the trigger interval",
-        )
+        label = f"{format_size(outlook.threshold_bytes)}: a compaction would outlast the trigger interval"
+        _add_horizontal_line(figure["layout"], outlook.threshold_bytes / unit.bytes, label)
+
+
+def _add_horizontal_line(layout: dict, y: float, label: str) -> None:
+    """A dashed red line across the plot at ``y``, labelled above its right end (plotly.py's add_hline)."""
+    line = {"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": y, "y1": y}
+    layout.setdefault("shapes", []).append({**line, "line": {"color": "#d9534f", "dash": "dash"}})
+    layout.setdefault("annotations", []).append(
+        {
+            "text": label,
+            "showarrow": False,
+            "xref": "x domain",
+            "x": 1,
+            "xanchor": "right",
+            "yref": "y",
+            "y": y,
+            "yanchor": "bottom",
+        }
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,19 +336,20 @@ INVENTORY_HEIGHT_PX = 480
 INVENTORY_EMPTY = "No inventory yet: the next full pass counts the files and bytes of each directory."
 
 
-def inventory_growth_figure(points: Iterable[InventoryPoint]) -> go.Figure:
+def inventory_growth_figure(points: Iterable[InventoryPoint]) -> Figure:
     """Bytes and files of each directory at each inventory pass: one line per directory, one colour
     (and dash) per directory in both panels, so the legend names every line."""
     by_path = _inventory_by_path(points)
     if not by_path:
-        return go.Figure(sentence_figure(INVENTORY_EMPTY, height_px=INVENTORY_HEIGHT_PX))
+        return sentence_figure(INVENTORY_EMPTY, height_px=INVENTORY_HEIGHT_PX)
     unit = SizeUnit.for_largest(max(p.size_bytes for series in by_path.values() for p in series))
-    figure = _inventory_panels(unit)
-    _add_inventory_lines(figure, by_path, unit)
-    figure.update_yaxes(rangemode="tozero", row=1, col=1)
-    figure.update_yaxes(count_axis(p.files for series in by_path.values() for p in series), row=2, col=1)
-    figure.update_layout(height=INVENTORY_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40})
-    return figure
+    layout = stacked_panels([f"Size ({unit.name})", "Files"], spacing=0.08)
+    for row in (1, 2):
+        layout[panel_axis_name("x", row)]["type"] = "date"  # epoch milliseconds, as the timeline's
+    layout["yaxis"]["rangemode"] = "tozero"
+    layout["yaxis2"].update(count_axis(p.files for series in by_path.values() for p in series))
+    layout.update(height=INVENTORY_HEIGHT_PX, margin={"l": 60, "r": 20, "t": 40, "b": 40})
+    return {"data": _inventory_lines(by_path, unit), "layout": layout}
 
 
 def _inventory_by_path(points: Iterable[InventoryPoint]) -> dict[str, list[InventoryPoint]]:
@@ -343,33 +359,26 @@ def _inventory_by_path(points: Iterable[InventoryPoint]) -> dict[str, list[Inven
     return by_path
 
 
-def _inventory_panels(unit: SizeUnit) -> go.Figure:
-    """Two panels on one time axis: the size in ``unit`` above, the files below."""
-    return make_subplots(
-        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=(f"Size ({unit.name})", "Files")
-    )
-
-
-def _add_inventory_lines(figure: go.Figure, by_path: dict[str, list[InventoryPoint]], unit: SizeUnit) -> None:
+def _inventory_lines(by_path: dict[str, list[InventoryPoint]], unit: SizeUnit) -> list[dict]:
     """Each directory's size line in the first panel and its files line in the second, in its own look."""
+    data = []
     for index, (path, series) in enumerate(sorted(by_path.items())):
-        for row, trace in enumerate(_inventory_traces(path, series, unit, series_line(index)), start=1):
-            figure.add_trace(trace, row=row, col=1)
+        size, files = _inventory_traces(path, series, unit, series_line(index))
+        data += [{**size, **panel_axes(1)}, {**files, **panel_axes(2)}]
+    return data
 
 
-def _inventory_traces(
-    path: str, series: list[InventoryPoint], unit: SizeUnit, line: dict
-) -> tuple[go.Scatter, go.Scatter]:
+def _inventory_traces(path: str, series: list[InventoryPoint], unit: SizeUnit, line: dict) -> tuple[dict, dict]:
     """The directory's size line (in the legend) and its files line (the same look, not repeated)."""
-    times = [p.taken_at for p in series]
+    times = [round(p.taken_at.timestamp() * 1000) for p in series]
     common = {"x": times, "mode": "lines+markers", "name": path, "legendgroup": path, "line": line}
-    size = go.Scatter(
+    size = _scatter(
         y=[p.size_bytes / unit.bytes for p in series],
         text=[format_size(p.size_bytes) for p in series],
         hovertemplate=f"{path}: %{{text}}<extra></extra>",
         **common,
     )
-    files = go.Scatter(
+    files = _scatter(
         y=[p.files for p in series], hovertemplate=f"{path}: %{{y:,d}} files<extra></extra>", showlegend=False, **common
     )
     return size, files
@@ -403,25 +412,37 @@ HEATMAP_METRICS = (
     HeatmapMetric("bytes_on_disk", "bytes on disk", None, "bytes"),
     HeatmapMetric("rows", "rows", None, "rows"),
 )
+# ColorBrewer's scales, pale (low) to dark (high), as plotly.py sends "YlOrRd" and "Blues": plotly.js's
+# own scales of those names run the other way.
+ALARM_COLOURS = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026")
+CALM_COLOURS = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+
+
+def _colour_scale(colours: tuple[str, ...]) -> list[list]:
+    return [[index / (len(colours) - 1), colour] for index, colour in enumerate(colours)]
+
+
 # Above this many partitions the cells are too narrow for their numbers; hover still shows them.
 HEATMAP_CELL_TEXT_LIMIT = 40
 
 
-def state_heatmap_figure(points: Sequence[PartitionPoint]) -> go.Figure:
+def state_heatmap_figure(points: Sequence[PartitionPoint]) -> Figure:
     """One column per partition, one row per figure, each row with its own colour scale, shown
     beside it (values differ by orders of magnitude between rows). An unknown value stays blank."""
     if not points:
-        return go.Figure(sentence_figure(HEATMAP_EMPTY, height_px=HEATMAP_HEIGHT_PX))
+        return sentence_figure(HEATMAP_EMPTY, height_px=HEATMAP_HEIGHT_PX)
     columns = [p.label for p in points]
-    figure = make_subplots(rows=len(HEATMAP_METRICS), cols=1, shared_xaxes=True, vertical_spacing=0.04)
+    layout = stacked_panels([""] * len(HEATMAP_METRICS), spacing=0.04)
+    data = []
     for row, metric in enumerate(HEATMAP_METRICS, start=1):
-        figure.add_trace(_heatmap_row(metric, [getattr(p, metric.attribute) for p in points], columns), row=row, col=1)
-    _place_colorbars(figure)
-    figure.update_xaxes(
-        type="category", title_text="partition (operator/store/partition)", row=len(HEATMAP_METRICS), col=1
-    )
-    figure.update_layout(height=HEATMAP_HEIGHT_PX, margin={"l": 160, "r": 20, "t": 20, "b": 90})
-    return figure
+        trace = _heatmap_row(metric, [getattr(p, metric.attribute) for p in points], columns)
+        low, high = layout[panel_axis_name("y", row)]["domain"]
+        trace["colorbar"].update(y=(low + high) / 2, len=high - low, yanchor="middle")  # beside its row
+        data.append({**trace, **panel_axes(row)})
+        layout[panel_axis_name("x", row)]["type"] = "category"
+    layout[panel_axis_name("x", len(HEATMAP_METRICS))]["title"] = {"text": "partition (operator/store/partition)"}
+    layout.update(height=HEATMAP_HEIGHT_PX, margin={"l": 160, "r": 20, "t": 20, "b": 90})
+    return {"data": data, "layout": layout}
 
 
 HEATMAP_HEIGHT_PX = 110 + 70 * len(HEATMAP_METRICS)
@@ -431,26 +452,28 @@ HEATMAP_EMPTY = (
 )
 
 
-def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[str]) -> go.Heatmap:
+def _heatmap_row(metric: HeatmapMetric, values: list[int | None], columns: list[str]) -> dict:
     known = [v for v in values if v is not None]
     top = max(known, default=0)
     if metric.alarm is None:
-        colorscale, zmax = "Blues", top or 1
+        colorscale, zmax = _colour_scale(CALM_COLOURS), top or 1
     else:
-        colorscale, zmax = "YlOrRd", max(top, metric.alarm)
+        colorscale, zmax = _colour_scale(ALARM_COLOURS), max(top, metric.alarm)
     text = ["?" if v is None else _heatmap_value(v, metric.unit) for v in values]
-    return go.Heatmap(
-        x=columns,
-        y=[metric.label],
-        z=[values],
-        text=[text],
-        zmin=0,
-        zmax=zmax,
-        colorscale=colorscale,
-        texttemplate="%{text}" if len(columns) <= HEATMAP_CELL_TEXT_LIMIT else None,
-        hovertemplate=f"partition %{{x}}<br>{metric.label}: %{{text}}{_unit_after(metric.unit)}<extra></extra>",
-        colorbar=_colorbar(metric.unit, zmax),
-    )
+    cell_text = {"texttemplate": "%{text}"} if len(columns) <= HEATMAP_CELL_TEXT_LIMIT else {}
+    return {
+        "type": "heatmap",
+        "x": columns,
+        "y": [metric.label],
+        "z": [values],
+        "text": [text],
+        "zmin": 0,
+        "zmax": zmax,
+        "colorscale": colorscale,
+        **cell_text,
+        "hovertemplate": f"partition %{{x}}<br>{metric.label}: %{{text}}{_unit_after(metric.unit)}<extra></extra>",
+        "colorbar": _colorbar(metric.unit, zmax),
+    }
 
 
 def _heatmap_value(value: int, unit: str) -> str:
@@ -471,10 +494,3 @@ def _colorbar(unit: str, zmax: int) -> dict:
         "tickvals": ticks,
         "ticktext": [format_size(tick) if unit == "bytes" else f"{tick:,}" for tick in ticks],
     }
-
-
-def _place_colorbars(figure: go.Figure) -> None:
-    """Each row's colour bar beside that row (Plotly stacks them all at the right otherwise)."""
-    for index, trace in enumerate(figure.data, start=1):
-        low, high = figure.layout[f"yaxis{index if index > 1 else ''}"].domain
-        trace.colorbar.update(y=(low + high) / 2, len=high - low, yanchor="middle")

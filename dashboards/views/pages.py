@@ -186,7 +186,7 @@ def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) ->
     sizes = _compact_sizes(log)
     outlook = _outlook(log, sizes, _trigger_seconds(checkpoint))
     figure = compact_size_figure(sizes, outlook, compact_interval=log.compact_interval)
-    return HttpResponse(figure.to_json(), content_type="application/json")
+    return HttpResponse(figure_json(figure), content_type="application/json")
 
 
 @login_required
@@ -194,7 +194,7 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     rows = DirectoryInventory.objects.growth_for(checkpoint).values_list("taken_at", "path", "size_bytes", "files")
     figure = inventory_growth_figure(InventoryPoint(*row) for row in rows)
-    return HttpResponse(figure.to_json(), content_type="application/json")
+    return HttpResponse(figure_json(figure), content_type="application/json")
 
 
 @login_required
@@ -204,7 +204,7 @@ def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
         PartitionPoint(f"{p.operator}/{p.store}/{p.partition}", p.rows, p.bytes_on_disk, p.delta_chain, p.snapshot_age)
         for p in checkpoint.state_partitions.for_panel()
     ]
-    return HttpResponse(state_heatmap_figure(points).to_json(), content_type="application/json")
+    return HttpResponse(figure_json(state_heatmap_figure(points)), content_type="application/json")
 
 
 @login_required

@@ -18,6 +18,7 @@ from dashboards.query_page.charts import (
     inventory_growth_figure,
     state_heatmap_figure,
 )
+from dashboards.query_page.compaction import CompactionOutlook
 from workers.checkpoint.wording import format_size
 
 START_MS = 1_700_000_000_000
@@ -49,6 +50,11 @@ def _points(batches: int, *, watermark: bool = True) -> list[TimelinePoint]:
 def _timeline(points, **options) -> go.Figure:
     """The timeline figure through plotly.py's schema check (go.Figure raises ValueError naming a wrong property)."""
     return go.Figure(batch_timeline_figure(points, **options))
+
+
+def _checked(figure: dict) -> go.Figure:
+    """A plain-dict figure through plotly.py's schema check, read through its attributes."""
+    return go.Figure(figure)
 
 
 def _sentence(figure: go.Figure | dict) -> str:
@@ -128,7 +134,7 @@ def test_a_log_before_its_first_compaction_says_when_the_first_compact_file_come
 
 
 def test_compact_file_sizes_are_drawn_in_kb_and_hovered_as_people_write_them():
-    figure = compact_size_figure([(9, 4_288), (19, 8_600)], None, compact_interval=10)
+    figure = _checked(compact_size_figure([(9, 4_288), (19, 8_600)], None, compact_interval=10))
 
     (sizes,) = figure.data
     assert figure.layout.yaxis.title.text == "KB"
@@ -160,7 +166,7 @@ def _inventory(directories=DIRECTORIES) -> list[InventoryPoint]:
 
 
 def test_the_files_chart_draws_each_directory_in_one_look_of_its_own_that_the_legend_shows():
-    figure = inventory_growth_figure(_inventory())
+    figure = _checked(inventory_growth_figure(_inventory()))
 
     looks = {}
     for trace in figure.data:
@@ -175,7 +181,7 @@ def test_the_files_chart_draws_each_directory_in_one_look_of_its_own_that_the_le
 
 
 def test_file_counts_are_ticked_in_whole_files_and_sizes_in_their_unit():
-    figure = inventory_growth_figure(_inventory(("commits",)))
+    figure = _checked(inventory_growth_figure(_inventory(("commits",))))
 
     files_axis = figure.layout.yaxis2
     assert (files_axis.tickformat, files_axis.tick0, files_axis.dtick, files_axis.rangemode) == (
@@ -194,8 +200,8 @@ def test_no_inventory_and_no_state_partitions_are_said_in_words():
 
 
 def test_the_state_heatmap_hovers_sizes_as_people_write_them_and_ticks_counts_whole():
-    figure = state_heatmap_figure(
-        [PartitionPoint("0/default/0", 3, 4_288, 1, 1), PartitionPoint("0/default/1", 1, 0, 1, 1)]
+    figure = _checked(
+        state_heatmap_figure([PartitionPoint("0/default/0", 3, 4_288, 1, 1), PartitionPoint("0/default/1", 1, 0, 1, 1)])
     )
 
     by_label = {trace.y[0]: trace for trace in figure.data}
@@ -213,17 +219,66 @@ def test_stacked_panels_are_laid_out_as_plotlys_make_subplots_lays_them():
 
     from dashboards.query_page.chart_units import stacked_panels
 
-    for titles in (["a"], ["a", "b"], ["a", "b", "c"]):
+    for titles in (["a"], ["a", "b"], ["a", "b", "c"], ["", "", "", ""]):
         theirs = make_subplots(
-            rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=titles
+            rows=len(titles),
+            cols=1,
+            shared_xaxes=True,
+            vertical_spacing=0.06,
+            subplot_titles=titles if titles[0] else None,
         ).to_plotly_json()["layout"]
         ours = stacked_panels(titles, spacing=0.06)
+        assert len(ours["annotations"]) == len(theirs.get("annotations", ())), titles
         axes = [key for key in theirs if key.startswith(("xaxis", "yaxis"))]
         assert sorted(axes) == sorted(key for key in ours if key.startswith(("xaxis", "yaxis")))
         for key in axes:
             for name, value in theirs[key].items():
                 assert ours[key][name] == pytest.approx(value), (titles, key, name)
-        for title, annotation in zip(ours["annotations"], theirs["annotations"], strict=True):
+        for title, annotation in zip(ours["annotations"], theirs.get("annotations", ()), strict=True):
             assert {k: title[k] for k in ("text", "x", "y", "xanchor", "yanchor")} == pytest.approx(
                 {k: annotation[k] for k in ("text", "x", "y", "xanchor", "yanchor")}
             )
+
+
+def test_the_compaction_threshold_is_drawn_as_plotlys_add_hline_draws_it():
+    sizes = [(9, 100_000), (19, 400_000), (29, 900_000)]
+    outlook = CompactionOutlook(
+        bytes_per_batch=30_000,
+        intercept_bytes=0,
+        threshold_bytes=1_000_000,
+        crossing_batch_id=34,
+        time_to_crossing=None,
+    )
+    figure = compact_size_figure(sizes, outlook, compact_interval=10)
+    unit_bytes = 1_024**2 if figure["layout"]["yaxis"]["title"]["text"] == "MB" else 1_024
+    label = figure["layout"]["annotations"][-1]["text"]
+
+    theirs = go.Figure()
+    theirs.add_hline(y=1_000_000 / unit_bytes, line={"color": "#d9534f", "dash": "dash"}, annotation_text=label)
+    theirs = theirs.to_plotly_json()["layout"]
+    ours = _checked(figure).to_plotly_json()["layout"]
+    assert ours["shapes"] == theirs["shapes"] and ours["annotations"][-1] == theirs["annotations"][-1]
+    assert [trace.name for trace in _checked(figure).data] == ["compact file size", "trend"]
+
+
+def test_each_heatmap_row_has_its_colour_bar_beside_it():
+    figure = _checked(state_heatmap_figure([PartitionPoint(f"0/default/{n}", n, n * 1_000, n, n) for n in range(3)]))
+
+    for index, trace in enumerate(figure.data, start=1):
+        low, high = figure.layout[f"yaxis{index if index > 1 else ''}"].domain
+        assert (trace.colorbar.y, trace.colorbar.len) == pytest.approx(((low + high) / 2, high - low))
+    assert figure.layout.xaxis4.title.text == "partition (operator/store/partition)"
+
+
+def test_the_heatmap_colours_run_from_pale_to_dark_as_plotly_py_sends_its_named_scales():
+    figure = _checked(state_heatmap_figure([PartitionPoint("0/default/0", 3, 4_288, 30, 1)]))
+    by_label = {trace.y[0]: trace for trace in figure.data}
+
+    # plotly.py turns a scale's name into its colours; plotly.js's scales of the same names run the other way.
+    for label, name in (("delta chain", "YlOrRd"), ("versions since snapshot", "YlOrRd"), ("rows", "Blues")):
+        theirs = [(stop, to_hex(colour)) for stop, colour in go.Heatmap(colorscale=name).colorscale]
+        assert [(stop, colour) for stop, colour in by_label[label].colorscale] == theirs, label
+
+
+def to_hex(rgb: str) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*(int(part) for part in rgb.removeprefix("rgb(").removesuffix(")").split(",")))
