@@ -5,7 +5,8 @@ Usage (from the repository root)::
     .venv/bin/python -m bench.periodic_calls --workdir DIR [--long 100000] [--short 100]
         [--partitions 200] [--minutes 30] [--interval 10] [--rounds 3]
 
-1. Starts moto's S3 server on loopback (bench/s3_server.py) and writes two checkpoints of the same
+1. Starts moto's S3 server on loopback in a process of its own (bench/s3_server.py: moto's CPU
+   then does not compete with the syncs for one interpreter lock) and writes two checkpoints of the same
    query (bench/growing_checkpoint.py: a file source, dropDuplicates on ``--partitions`` HDFS state
    partitions, a file sink; every file a copy of one PySpark wrote), one ``--long`` batches into its
    history and one ``--short``, each as Spark's retention leaves it (the newest 100 offsets and
@@ -36,9 +37,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import boto3
+from botocore.config import Config
 
-from bench.growing_checkpoint import GrowingCheckpoint
-from bench.s3_server import DelayedS3Server, serve_s3_for_django
+from bench.growing_checkpoint import WRITERS, GrowingCheckpoint
+from bench.s3_server import DelayedS3Server, S3ServerProcess, serve_s3_for_django
 
 BUCKET = "periodic"
 COUNTED_KINDS = ("LIST", "GET", "HEAD")
@@ -62,12 +64,17 @@ class History:
     sync_ms: list[float] = field(default_factory=list)
 
 
-def _start(server: DelayedS3Server, clock: Clock, name: str, batches: int, partitions: int) -> tuple[History, Counter]:
+def _start(
+    server: DelayedS3Server | S3ServerProcess, clock: Clock, name: str, batches: int, partitions: int
+) -> tuple[History, Counter]:
     """Write ``batches`` batches of history under ``name``/, register it; returns it and its full walk's calls."""
     from dashboards.models import Checkpoint
     from workers.sync import sync_checkpoint
 
-    client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
+    # As many pooled connections as the checkpoint has writers (urllib3 warns of each one dropped).
+    client = boto3.client(
+        "s3", endpoint_url=server.endpoint, region_name="us-east-1", config=Config(max_pool_connections=WRITERS)
+    )
     query = GrowingCheckpoint(client, BUCKET, name, partitions=partitions, retained_batches=SPARK_RETAINED_BATCHES)
     started = time.perf_counter()
     objects = query.start(batches)
@@ -93,7 +100,9 @@ class Clock:
         return self.start + timedelta(seconds=step * self.interval + later_seconds)
 
 
-def _one_round(server: DelayedS3Server, histories: list[History], clock: Clock, first_step: int, steps: int) -> dict:
+def _one_round(
+    server: DelayedS3Server | S3ServerProcess, histories: list[History], clock: Clock, first_step: int, steps: int
+) -> dict:
     """``steps`` steps of one batch and one sync per history; returns name -> requests by kind."""
     from workers.sync import sync_checkpoint
 
@@ -172,7 +181,9 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _rounds(server: DelayedS3Server, histories: list[History], clock: Clock, args: argparse.Namespace) -> int:
+def _rounds(
+    server: DelayedS3Server | S3ServerProcess, histories: list[History], clock: Clock, args: argparse.Namespace
+) -> int:
     """Run the rounds and print their figures; returns the steps run."""
     names = (histories[0].name, histories[1].name)
     steps = round(args.minutes * 60 / args.interval)
@@ -195,7 +206,7 @@ def _rounds(server: DelayedS3Server, histories: list[History], clock: Clock, arg
 def main() -> None:
     args = _arguments()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ckptweb-periodic-calls-"))
-    server = serve_s3_for_django(workdir, BUCKET)
+    server = serve_s3_for_django(workdir, BUCKET, own_process=True)
     from django.utils import timezone
 
     clock = Clock(timezone.now(), args.interval)
