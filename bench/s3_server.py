@@ -108,7 +108,7 @@ class S3ServerProcess:
 
     def __init__(self, *, delay_seconds: float = 0.0) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from bench.s3_server import serve; serve({delay_seconds!r})"],
+            [sys.executable, "-c", f"from {__name__} import {serve.__name__} as run; run({delay_seconds!r})"],
             cwd=Path(__file__).resolve().parent.parent,
             stdout=subprocess.PIPE,
             text=True,
