@@ -202,9 +202,25 @@ def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpRespons
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     points = [
         PartitionPoint(f"{p.operator}/{p.store}/{p.partition}", p.rows, p.bytes_on_disk, p.delta_chain, p.snapshot_age)
-        for p in checkpoint.state_partitions.for_panel()
+        for p in checkpoint.state_partitions.for_panel().only(*HEATMAP_FIELDS)
     ]
     return HttpResponse(figure_json(state_heatmap_figure(points)), content_type="application/json")
+
+
+# What the heatmap reads of each partition: not its state variables and other JSON, one per row.
+# The checkpoint's id too: the related manager sets each row's checkpoint from it (a query per row
+# when it is deferred).
+HEATMAP_FIELDS = (
+    "checkpoint",
+    "operator",
+    "store",
+    "partition",
+    "rows",
+    "bytes_on_disk",
+    "delta_chain",
+    "latest_version",
+    "snapshot_version",
+)
 
 
 @login_required

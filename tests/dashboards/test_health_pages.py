@@ -378,7 +378,9 @@ def test_state_figures_behind_the_query_say_how_far_and_what_moves_them(viewer_c
     assert "CKPTWEB_STATE_FOLLOW_MIN_SECONDS" in line and "CKPTWEB_INSPECT_INTERVAL_SECONDS" in line
 
 
-def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(viewer_client, synced_agg):
+def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(
+    viewer_client, synced_agg, django_assert_max_num_queries
+):
     from dashboards.models import StatePartition
 
     synced_agg.state_partitions.all().delete()
@@ -398,7 +400,10 @@ def test_the_heatmap_of_200_partitions_keeps_one_scale_per_row_beside_it(viewer_
         )
         for p in range(200)
     )
-    figure = json.loads(viewer_client.get(reverse("dashboards:state-heatmap-chart", args=[synced_agg.pk])).content)
+    # The session, the user, the checkpoint, its partitions: none read again per partition.
+    with django_assert_max_num_queries(8):
+        answer = viewer_client.get(reverse("dashboards:state-heatmap-chart", args=[synced_agg.pk]))
+    figure = json.loads(answer.content)
 
     heatmaps = {trace["y"][0]: trace for trace in figure["data"]}
     assert all(len(trace["x"]) == 200 and "texttemplate" not in trace for trace in heatmaps.values())
