@@ -103,8 +103,8 @@ RESET_PATH = "/_ckptweb/reset"
 
 
 class S3ServerProcess:
-    """A DelayedS3Server in a child process: the same ``endpoint``, ``requests_by_kind``,
-    ``reset_counts`` and ``stop``."""
+    """A DelayedS3Server in a child process, started on creation: the same ``endpoint``,
+    ``requests_by_kind``, ``reset_counts`` and ``stop``."""
 
     def __init__(self, *, delay_seconds: float = 0.0) -> None:
         self._process = subprocess.Popen(
@@ -126,9 +126,6 @@ class S3ServerProcess:
 
     def reset_counts(self) -> None:
         urllib.request.urlopen(self.endpoint + RESET_PATH, timeout=30).close()
-
-    def start(self) -> S3ServerProcess:
-        return self
 
     def stop(self) -> None:
         self._process.terminate()
