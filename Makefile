@@ -19,7 +19,7 @@ SQLITE_LEG_MARKERS := (database or embedded) and not spark
 TEST_WORKERS ?= 0
 XDIST_ARGS := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: demo test test-sqlite lint bench-smoke fixtures
+.PHONY: demo test test-sqlite lint bench-smoke fixtures fuzz
 
 $(STAMP): requirements.txt requirements-spark.txt requirements-dev.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench-smoke: $(STAMP)
 	bash .ci/system-packages
 	bash .ci/services
 	$(BIN)/python -m bench.smoke $(BENCH_SMOKE_ARGS)
+
+## The deep fuzzing, outside the suite's budget: 20,000 new random cases per parser and shape
+## (the suite sends the same 1,000 each run). About 35 minutes here. docs/reliability.md.
+fuzz: $(STAMP)
+	CKPTWEB_FUZZ_EXAMPLES=20000 CKPTWEB_FUZZ_RANDOM=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/workers/checkpoint/test_fuzz_parsers.py
 
 ## Regenerate tests/fixtures with real PySpark.
 fixtures: $(STAMP)

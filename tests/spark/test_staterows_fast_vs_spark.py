@@ -4,9 +4,10 @@ partition equal Spark's `statestore` source, and rows and bytes equal a record-b
 The states come from the benchmark's builder (bench/state_rows.py) at a small scale, in its own
 process: a dedup with watermark eviction, so the deltas hold long runs of puts and of removals;
 with fixed-width keys (long runs), variable-width keys (sizes change from record to record) and
-snapshots written by maintenance (the builder keeps the query running until some version is a
-snapshot in every partition and a later one a snapshot plus deltas in every partition, and fails
-saying which is missing if maintenance writes neither).
+snapshots written by maintenance (the builder keeps the query running until every partition has a
+snapshot and some version is a snapshot plus deltas in every partition, and fails saying which is
+missing if maintenance writes neither; partitions whose snapshots never share a version are each
+compared at their own).
 """
 
 from __future__ import annotations
