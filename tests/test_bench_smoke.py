@@ -24,7 +24,7 @@ def test_the_smoke_list_names_only_benches_that_exist_and_have_a_main():
     assert set(SMOKE_RUNS) <= _modules_with_a_main(), sorted(set(SMOKE_RUNS) - _modules_with_a_main())
 
 
-def test_a_bench_that_reads_what_another_built_runs_after_it_in_the_same_lane():
+def test_a_bench_that_must_follow_another_runs_after_it_in_the_same_lane():
     from bench.smoke import RUNS_AFTER, lane_units
 
     for reader, builder in RUNS_AFTER.items():
