@@ -16,10 +16,11 @@ Usage (from the repository root; Debian's chromium)::
 3. ``--visits`` times, each checkout in turn: a fresh browser context (empty cache) opens the
    query page (first visit), then opens it again (repeat visit, warm cache). A visit lasts until
    the page's load event and every ``.chart`` on the first screen (1400 x 1100) is drawn
-   (``data-rendered="true"``), counted from
-   the navigation's start in the browser's own clock; the first contentful paint, DOMContentLoaded
-   and the bytes transferred are recorded too. ``--mbps`` and ``--rtt-ms`` emulate a slower network (Chrome
-   DevTools' throttling); by default the loopback is used as it is.
+   (``data-rendered="true"``), counted from the navigation's start in the browser's own clock. The
+   first contentful paint, DOMContentLoaded, the bytes transferred, when the last figure answer (a
+   fetch) arrived and when plotly.js did are recorded too: what is left after both is Plotly
+   drawing. ``--mbps`` and ``--rtt-ms`` emulate a slower network (Chrome DevTools' throttling); by
+   default the loopback is used as it is.
 4. Prints the median and range of each figure per checkout.
 
 With ``--live URL`` (a query page of a server already running, e.g. ``make demo``'s after an hour
@@ -78,8 +79,14 @@ VISIT_FIGURES = """() => {
   const navigation = performance.getEntriesByType("navigation")[0];
   const paint = performance.getEntriesByName("first-contentful-paint")[0];
   const resources = performance.getEntriesByType("resource");
+  const fetched = resources.filter((entry) => entry.initiatorType === "fetch");
+  const plotly = resources.find((entry) => entry.name.includes("plotly"));
   return {
     done_ms: Math.max(navigation.loadEventEnd, window.__chartsDrawnMs),
+    // What the on-screen charts waited for before Plotly drew them: their answers and plotly.js.
+    figures_fetched_ms: fetched.length ? Math.max(...fetched.map((entry) => entry.responseEnd)) : null,
+    plotly_loaded_ms: plotly ? plotly.responseEnd : null,
+    figure_requests: fetched.length,
     dom_ready_ms: navigation.domContentLoadedEventEnd,
     first_paint_ms: paint ? paint.startTime : null,
     transferred_bytes: navigation.transferSize + resources.reduce((sum, entry) => sum + entry.transferSize, 0),
@@ -222,8 +229,20 @@ def _first_and_repeat_visit(browser, url: str, session: dict[str, str], args: ar
         context.close()
 
 
+SUMMARISED = (
+    "done_ms",
+    "first_paint_ms",
+    "dom_ready_ms",
+    "figures_fetched_ms",
+    "plotly_loaded_ms",
+    "transferred_bytes",
+)
+
+
 def _summary(visits: list[dict], key: str) -> str:
-    values = [visit[key] for visit in visits]
+    values = [visit[key] for visit in visits if visit[key] is not None]
+    if not values:
+        return "-"
     if key == "transferred_bytes":
         return f"{statistics.median(values) / 1024:,.0f} KiB"
     return f"{statistics.median(values):,.0f} ms ({min(values):,.0f}-{max(values):,.0f})"
@@ -231,17 +250,14 @@ def _summary(visits: list[dict], key: str) -> str:
 
 def _report(labels: list[str], first: dict[str, list], repeat: dict[str, list]) -> None:
     """Medians (and ranges) in milliseconds since the navigation started, per checkout."""
-    print("| checkout | visit | loaded, charts drawn | first paint | DOMContentLoaded | transferred |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| checkout | visit | loaded, charts drawn | first paint | DOMContentLoaded | figures fetched"
+        " | plotly.js loaded | transferred |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for label in labels:
         for visit, figures in (("first", first[label]), ("repeat", repeat[label])):
-            print(
-                f"| {label} | {visit} | "
-                + " | ".join(
-                    _summary(figures, key) for key in ("done_ms", "first_paint_ms", "dom_ready_ms", "transferred_bytes")
-                )
-                + " |"
-            )
+            print(f"| {label} | {visit} | " + " | ".join(_summary(figures, key) for key in SUMMARISED) + " |")
 
 
 def _arguments() -> argparse.Namespace:
