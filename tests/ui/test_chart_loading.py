@@ -82,3 +82,45 @@ def test_a_chart_below_the_fold_is_fetched_and_drawn_only_when_scrolled_to(
     assert before == {"rendered": None, "requested": False}
     assert growth.get_attribute("data-rendered") == "true"
     assert chart_requests.count(growth_url) == 1
+
+
+DRAW_ORDER = """
+window.__drawn = [];
+new MutationObserver((changes) => changes.forEach((change) => window.__drawn.push(change.target.id)))
+  .observe(document, {subtree: true, attributes: true, attributeFilter: ["data-rendered"]});
+"""
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+CHARTS_BY_PLACE = """() => [...document.querySelectorAll('.chart')].map((el) => {
+    const box = el.getBoundingClientRect();
+    return [el.id, box.top < window.innerHeight && box.bottom > 0 ? "on" : box.top < window.innerHeight + 600 ? "near" : "far"];
+})"""
+
+
+def test_the_charts_in_view_are_drawn_before_those_only_near_it_which_are_drawn_without_scrolling(
+    browser_page, live_server, dedup_checkpoint, django_user_model
+):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    page = browser_page
+    page.add_init_script(DRAW_ORDER)
+    page.set_viewport_size({"width": 1400, "height": 800})  # the timeline in view, the Runtime charts near
+    held = []
+    page.route("**/charts/timeline.json*", lambda route: held.append(route))  # the chart in view answers last
+
+    with page.expect_response(lambda response: "/charts/runtime.json" in response.url):
+        log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    page.wait_for_function("() => window.Plotly")
+    page.evaluate(TWO_FRAMES)  # time enough to draw what had all it needs
+    drawn_while_held = page.evaluate("() => window.__drawn.slice()")
+    places = dict(page.evaluate(CHARTS_BY_PLACE))
+    for route in held:
+        route.continue_()
+    near = [chart for chart, place in places.items() if place == "near"]
+    page.wait_for_function("(ids) => ids.every((id) => document.getElementById(id).dataset.rendered)", arg=near)
+    drawn = page.evaluate("() => window.__drawn")
+    on_screen = [chart for chart, place in places.items() if place == "on"]
+
+    assert len(held) == 1 and on_screen and near, places
+    assert drawn_while_held == []
+    assert sorted(drawn[: len(on_screen)]) == sorted(on_screen), drawn
+    assert set(near) <= set(drawn) and not {chart for chart in drawn if places[chart] == "far"}, drawn
+    assert {page.get_attribute(f"#{chart}", "data-rendered") for chart in on_screen + near} == {"true"}

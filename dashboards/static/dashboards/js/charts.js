@@ -1,7 +1,7 @@
 // Render every <div class="chart" data-chart-url="..."> with the Plotly figure JSON its URL returns,
 // once it comes within NEAR_SCREEN of the screen, on page load and after each htmx swap: a first
 // visit fetches and draws what is on screen, not the dozen charts further down, and the rest as the
-// reader scrolls to them. The server builds the figure (dashboards/charts.py).
+// reader scrolls to them; the charts in view are drawn (and painted) before those only near it. The server builds the figure (dashboards/charts.py).
 // Charts with a data-chart-part share one answer holding a figure per part (the Runtime section):
 // one request draws them all, a zoom of one zooms the others, and a click on a point opens
 // layout.meta.link with the point's batch id (or the address a mark carries).
@@ -40,7 +40,7 @@
     charts(root).forEach(function (el) { delete answers[el.dataset.chartUrl]; });
   }
   function render(el) {
-    Promise.all([loadPlotly(), fetchFigure(el.dataset.chartUrl)])
+    return Promise.all([loadPlotly(), fetchFigure(el.dataset.chartUrl)])
       .then(function (loaded) {
         var part = el.dataset.chartPart;
         var figure = part ? loaded[1][part] : loaded[1];
@@ -80,14 +80,37 @@
   function charts(root) {
     return root.matches && root.matches(".chart[data-chart-url]") ? [root] : root.querySelectorAll(".chart[data-chart-url]");
   }
+  // What is on the screen is drawn first, and shown: a chart only near it has its answer fetched at
+  // once but is drawn after those, one chart per frame, so the browser paints the charts in view
+  // before spending its time on ones the reader has not scrolled to (drawing four Runtime charts
+  // in the same task as the timeline held the whole first screen back until all five were drawn).
+  var onScreenDrawn = Promise.resolve();
+  var offScreenDrawn = Promise.resolve();
+  function isOnScreen(el) {
+    var box = el.getBoundingClientRect();
+    return box.top < window.innerHeight && box.bottom > 0;
+  }
+  function afterNextPaint() {
+    return new Promise(function (resolve) { requestAnimationFrame(function () { setTimeout(resolve, 0); }); });
+  }
+  function schedule(el) {
+    if (isOnScreen(el)) {
+      onScreenDrawn = Promise.all([onScreenDrawn, render(el)]);
+      return;
+    }
+    fetchFigure(el.dataset.chartUrl).catch(function () {});  // render() says so if it fails again
+    offScreenDrawn = Promise.all([offScreenDrawn, onScreenDrawn]).then(afterNextPaint).then(function () {
+      return render(el);
+    });
+  }
   var NEAR_SCREEN = "600px 0px";  // drawn when this close: scrolling finds them drawn, or nearly
   var nearScreen = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
-      if (entry.isIntersecting) { nearScreen.unobserve(entry.target); render(entry.target); }
+      if (entry.isIntersecting) { nearScreen.unobserve(entry.target); schedule(entry.target); }
     });
   }, {rootMargin: NEAR_SCREEN}) : null;
   function renderAll(root) {
-    charts(root).forEach(function (el) { if (nearScreen) { nearScreen.observe(el); } else { render(el); } });
+    charts(root).forEach(function (el) { if (nearScreen) { nearScreen.observe(el); } else { schedule(el); } });
   }
   function keepFresh(el) {
     var seconds = Number(el.dataset.refreshSeconds);
