@@ -92,7 +92,8 @@ new MutationObserver((changes) => changes.forEach((change) => window.__drawn.pus
 TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 CHARTS_BY_PLACE = """() => [...document.querySelectorAll('.chart')].map((el) => {
     const box = el.getBoundingClientRect();
-    return [el.id, box.top < window.innerHeight && box.bottom > 0 ? "on" : box.top < window.innerHeight + 600 ? "near" : "far"];
+    const inView = box.top < window.innerHeight && box.bottom > 0;
+    return [el.id, inView ? "on" : box.top < window.innerHeight + 600 ? "near" : "far"];
 })"""
 
 
