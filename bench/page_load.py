@@ -18,9 +18,9 @@ Usage (from the repository root; Debian's chromium)::
    the page's load event and every ``.chart`` on the first screen (1400 x 1100) is drawn
    (``data-rendered="true"``), counted from the navigation's start in the browser's own clock. The
    first contentful paint, DOMContentLoaded, the bytes transferred, when the last figure answer (a
-   fetch) arrived and when plotly.js did are recorded too: what is left after both is Plotly
-   drawing. ``--mbps`` and ``--rtt-ms`` emulate a slower network (Chrome DevTools' throttling); by
-   default the loopback is used as it is.
+   fetch) arrived, when plotly.js did and when it had run (charts.js marks it) are recorded too:
+   what is left after the answers and the run is Plotly drawing. ``--mbps`` and ``--rtt-ms``
+   emulate a slower network (Chrome DevTools' throttling); by default the loopback is used as is.
 4. Prints the median and range of each figure per checkout.
 
 With ``--live URL`` (a query page of a server already running, e.g. ``make demo``'s after an hour
@@ -86,6 +86,7 @@ VISIT_FIGURES = """() => {
     // What the on-screen charts waited for before Plotly drew them: their answers and plotly.js.
     figures_fetched_ms: fetched.length ? Math.max(...fetched.map((entry) => entry.responseEnd)) : null,
     plotly_loaded_ms: plotly ? plotly.responseEnd : null,
+    plotly_ready_ms: (performance.getEntriesByName("ckptweb:plotly-ready")[0] || {}).startTime ?? null,
     figure_requests: fetched.length,
     dom_ready_ms: navigation.domContentLoadedEventEnd,
     first_paint_ms: paint ? paint.startTime : null,
@@ -230,11 +231,7 @@ def _first_and_repeat_visit(browser, url: str, session: dict[str, str], args: ar
 
 
 SUMMARISED = (
-    "done_ms",
-    "first_paint_ms",
-    "dom_ready_ms",
-    "figures_fetched_ms",
-    "plotly_loaded_ms",
+    *("done_ms", "first_paint_ms", "dom_ready_ms", "figures_fetched_ms", "plotly_loaded_ms", "plotly_ready_ms"),
     "transferred_bytes",
 )
 
@@ -252,9 +249,9 @@ def _report(labels: list[str], first: dict[str, list], repeat: dict[str, list]) 
     """Medians (and ranges) in milliseconds since the navigation started, per checkout."""
     print(
         "| checkout | visit | loaded, charts drawn | first paint | DOMContentLoaded | figures fetched"
-        " | plotly.js loaded | transferred |"
+        " | plotly.js loaded | plotly.js run | transferred |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for label in labels:
         for visit, figures in (("first", first[label]), ("repeat", repeat[label])):
             print(f"| {label} | {visit} | " + " | ".join(_summary(figures, key) for key in SUMMARISED) + " |")
