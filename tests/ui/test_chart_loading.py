@@ -125,3 +125,30 @@ def test_the_charts_in_view_are_drawn_before_those_only_near_it_which_are_drawn_
     assert sorted(drawn[: len(on_screen)]) == sorted(on_screen), drawn
     assert set(near) <= set(drawn) and not {chart for chart in drawn if places[chart] == "far"}, drawn
     assert {page.get_attribute(f"#{chart}", "data-rendered") for chart in on_screen + near} == {"true"}
+
+
+STARTED_BEFORE_DOM_READY = """(fragment) => {
+    const ready = performance.getEntriesByType("navigation")[0].domContentLoadedEventStart;
+    return performance.getEntriesByType("resource").filter((entry) => entry.name.includes(fragment))
+        .map((entry) => entry.startTime < ready);
+}"""
+
+
+def test_plotly_and_the_timelines_figure_are_asked_for_while_the_page_is_parsed_and_asked_for_once(
+    browser_page, live_server, dedup_checkpoint, django_user_model
+):
+    django_user_model.objects.create_user("oncall", password="a-long-password")
+    page = browser_page
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+
+    log_in(page, live_server.url, dedup_checkpoint.get_absolute_url(), "oncall", "a-long-password")
+    page.wait_for_selector("#batch-timeline[data-rendered=true]")
+    timeline = live_server.url + page.get_attribute("#batch-timeline", "data-chart-url")
+
+    # Before DOMContentLoaded, i.e. before charts.js (a deferred script) could ask for either.
+    assert page.evaluate(STARTED_BEFORE_DOM_READY, "/charts/timeline.json") == [True]
+    assert page.evaluate(STARTED_BEFORE_DOM_READY, "/plotly-cartesian-") == [True]
+    # charts.js took the preloaded answers: one request each.
+    assert requested.count(timeline) == 1
+    assert len([url for url in requested if "/plotly-cartesian-" in url]) == 1
