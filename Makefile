@@ -10,13 +10,15 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # tests/suite_layout.py) or the embedded default's other settings. The Django-free library, the
 # fuzzing and Spark ran once, in `make test`. docs/testing.md.
 SQLITE_LEG_MARKERS := (database or embedded) and not spark
-# TEST_WORKERS=2 runs both legs on two pytest-xdist workers (the suite waits on Spark, browsers,
-# worker processes and servers more than it computes): a file whose tests share a fixture stays on
-# one worker (its xdist_group, tests/suite_layout.py); each worker has its own test database, Redis
-# names, Spark session and temp dirs. 0, the default, runs in this process, serially: a fresh-clone
-# run with 2 (2026-11-28) took 44 min 41 s, no less than serial, and two tests that wait for Spark's
-# maintenance thread failed. docs/testing.md, "Workers".
-TEST_WORKERS ?= 0
+# TEST_WORKERS: pytest-xdist workers for the tests that start no Spark (both legs); `make test` runs
+# the Spark tests after them in one process (SPARK_TEST_WORKERS), .ci/suite-in-two-parts. A file
+# whose tests share a fixture stays on one worker (its xdist_group, tests/suite_layout.py); each
+# worker has its own test database, Redis names, Spark session and temp dirs. 0 runs in this
+# process, serially (what --pdb needs). Serially the suite took 57 min here (2026-11-28), over its
+# 45-minute budget; all of it on two workers was no faster and two Spark tests failed (2026-11-27).
+# docs/testing.md, "Workers".
+TEST_WORKERS ?= 2
+SPARK_TEST_WORKERS ?= 0
 XDIST_ARGS := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test test-sqlite lint bench-smoke fixtures fuzz
@@ -35,7 +37,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	bash .ci/system-packages
 	bash .ci/services
-	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)
+	CKPTWEB_DATABASE_URL=$(TEST_DATABASE_URL) CKPTWEB_REDIS_URL=$(TEST_REDIS_URL) TEST_WORKERS=$(TEST_WORKERS) \
+		SPARK_TEST_WORKERS=$(SPARK_TEST_WORKERS) bash .ci/suite-in-two-parts $(BIN)/python $(PYTEST_ARGS)
 
 ## Again on the embedded default (SQLite, no Redis), the tests that depend on it; worker tests skip there.
 test-sqlite: $(STAMP)
