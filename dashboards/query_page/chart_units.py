@@ -55,6 +55,17 @@ def whole_number_ticks(values: Iterable[float | None], *, floor: float | None = 
 
 # Series told apart by colour, then, past the colours, by dash: a chart with more series than
 # colours still draws every one differently, and every colour of a chart is in its legend.
+# A line of more points than this is drawn without a marker per point: at that density the markers
+# hide the line and tell no point apart, and each is an SVG element to draw (the timeline of a
+# demo's hour, 826 batches, drew in 244 ms in chromium with its two lines bare, 315 ms with markers).
+MARKERS_UP_TO_POINTS = 60
+
+
+def line_mode(point_count: int) -> str:
+    """Plotly's scatter mode for a line of ``point_count`` points."""
+    return "lines+markers" if point_count <= MARKERS_UP_TO_POINTS else "lines"
+
+
 SERIES_COLOURS = ("#2b7bb9", "#e07b00", "#5b8c3a", "#8a5a9e", "#d9534f", "#17becf", "#7f7f7f", "#bcbd22")
 SERIES_DASHES = ("solid", "dash", "dot", "dashdot")
 

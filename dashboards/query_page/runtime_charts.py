@@ -31,6 +31,7 @@ from dashboards.query_page.chart_units import (
     SERIES_DASHES,
     SizeUnit,
     count_axis,
+    line_mode,
     series_line,
 )
 from dashboards.query_page.mark_lane import MarkDecorations, RuntimeMark, add_lane, mark_decorations
@@ -39,8 +40,6 @@ from workers.checkpoint.wording import format_size
 Figure = dict  # {"data": [trace, ...], "layout": {...}}, as Plotly.react takes them
 
 CHART_HEIGHT_PX = 320  # the CSS of .chart.runtime reserves as much before the figure arrives
-# A figure with more points than this draws lines only: markers would hide the line.
-MARKERS_UP_TO_POINTS = 60
 # Spark's order of the phases of a micro-batch (MicroBatchExecution.reportTimeTaken); others follow by name.
 PHASE_ORDER = (
     "latestOffset",
@@ -386,7 +385,7 @@ def _trace(points, value: Callable, *, name: str, colour: str, unit: str, number
         "y": [y for _, y, _ in chosen],
         "customdata": [b for _, _, b in chosen],
         "name": name,
-        "mode": "lines+markers" if len(chosen) <= MARKERS_UP_TO_POINTS else "lines",
+        "mode": line_mode(len(chosen)),
         "line": {"color": colour, "width": 1.5},
         "marker": {"size": 5},
         "hovertemplate": f"%{{y:{number_format}}} {unit} · batch %{{customdata}}<extra>{name}</extra>",

@@ -109,6 +109,17 @@ def test_every_timeline_hover_names_its_batch():
     assert list(by_name["watermark"].customdata) == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("batches", [4, 200])
+def test_the_timelines_lines_mark_each_batch_while_they_can_be_told_apart_and_every_batch_keeps_its_dot(batches):
+    by_name = {trace.name: trace for trace in _timeline(_points(batches)).data}
+
+    for line in ("batch interval", "watermark"):
+        assert len(by_name[line].x) in (batches - 1, batches)
+        # Plotly draws a marker per point in "lines+markers" mode: dozens fit a panel, hundreds hide the line.
+        assert by_name[line].mode == ("lines+markers" if batches < 50 else "lines"), (line, by_name[line].mode)
+    assert by_name["committed"].mode == "markers" and len(by_name["committed"].x) == batches - 1
+
+
 def test_the_intervals_read_in_milliseconds_when_batches_follow_each_other_within_ten_seconds():
     points = [TimelinePoint(b, START_MS + 250 * b, 0, True) for b in range(4)]
 
