@@ -17,7 +17,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from dashboards.health.query_status import PRECEDENCE, QueryStatus, State, Thresholds, assess
-from dashboards.models.core import status_facts_of
+from dashboards.models.status_facts import status_facts_of
 
 PROVIDERS = ("hdfs", "rocksdb")
 # Sort keys by URL name; a leading "-" in ?sort= sorts descending. None sorts last either way.

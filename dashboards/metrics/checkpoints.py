@@ -15,7 +15,7 @@ from django.db.models import F, OuterRef, Subquery
 
 from dashboards.metrics.families import CheckpointLabels, add, epoch_ms_to_seconds, gauge, seconds
 from dashboards.models import Batch, BatchProgress, Checkpoint, SyncIssue, SyncRun
-from dashboards.models.core import count_per_checkpoint
+from dashboards.models.status_facts import count_per_checkpoint
 
 # What every family group takes from a checkpoint's row.
 ROW_FIELDS = (

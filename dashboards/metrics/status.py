@@ -16,7 +16,7 @@ from django.utils import timezone
 from dashboards.health.query_status import State, Thresholds, assess
 from dashboards.metrics.families import CheckpointLabels, add, gauge, seconds
 from dashboards.models import Checkpoint
-from dashboards.models.core import status_facts_of
+from dashboards.models.status_facts import status_facts_of
 
 
 def status_families(labels: CheckpointLabels) -> Iterator:

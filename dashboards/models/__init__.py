@@ -1,16 +1,7 @@
 """The store: what the workers have read from checkpoints, and what users registered."""
 
-from dashboards.models.core import (
-    Batch,
-    Checkpoint,
-    QueryRun,
-    StreamingQuery,
-    SyncIssue,
-    SyncRun,
-    SyncTotal,
-    default_sync_interval_seconds,
-    ms_to_datetime,
-)
+from dashboards.models.batches import Batch
+from dashboards.models.core import Checkpoint, default_sync_interval_seconds, ms_to_datetime
 from dashboards.models.inspection import (
     CompactFile,
     DirectoryInventory,
@@ -42,6 +33,8 @@ from dashboards.models.progress import (
     TimelineRollup,
     cache_hit_ratio,
 )
+from dashboards.models.queries import QueryRun, StreamingQuery
+from dashboards.models.syncs import SyncIssue, SyncRun, SyncTotal
 
 __all__ = [
     "ACTION_PERMISSIONS",

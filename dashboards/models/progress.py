@@ -15,7 +15,8 @@ from django.db.models import OuterRef, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from dashboards.models.core import Checkpoint, QueryRun, StreamingQuery
+from dashboards.models.core import Checkpoint
+from dashboards.models.queries import QueryRun, StreamingQuery
 
 if TYPE_CHECKING:
     from workers.checkpoint.progress import StateOperatorProgress, StreamingQueryProgress

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboards.models import BatchProgress, Checkpoint, Finding, QueryRun, StreamingQuery, SyncIssue, SyncRun
-from dashboards.models.core import status_facts_of
+from dashboards.models.status_facts import status_facts_of
 
 pytestmark = pytest.mark.django_db
 
