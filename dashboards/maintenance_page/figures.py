@@ -18,7 +18,7 @@ from typing import Any
 
 from workers.checkpoint.compactible import expiry_threshold, latest_compaction_batch_id
 from workers.checkpoint.maintenance.cleanup import DEFAULT_MIN_VERSIONS_TO_RETAIN, explain_nothing_to_clean
-from workers.checkpoint.maintenance.compaction import explain_nothing_to_expire
+from workers.checkpoint.maintenance.compactionexpiry import explain_nothing_to_expire
 from workers.checkpoint.maintenance.plan import batch_span
 from workers.checkpoint.maintenance.purge import explain_nothing_to_purge, purge_limits
 from workers.checkpoint.maintenance.snapshot import DEFAULT_MIN_CHAIN, explain_no_snapshot

@@ -21,7 +21,8 @@ from fixture_paths import OUR_FIXTURES
 from maintenance_crash import apply_killed_at, count_steps
 from workers.checkpoint.errors import CheckpointError
 from workers.checkpoint.fileinfo import FileInfo
-from workers.checkpoint.maintenance.compaction import apply_compaction, expiry_plan_from_listings, plan_compaction
+from workers.checkpoint.maintenance.compaction import apply_compaction, plan_compaction
+from workers.checkpoint.maintenance.compactionexpiry import expiry_plan_from_listings
 from workers.checkpoint.maintenance.plan import plan_from_json, restrict_to_confirmed
 from workers.checkpoint.maintenance.sidecars import hadoop_crc_bytes
 from workers.checkpoint.metadatalog import read_metadata_log

@@ -16,7 +16,7 @@ the files were kept for a while), with a threshold that never reaches what Spark
 
 Deletes go oldest first, each sidecar right before its file, so a killed run always leaves a
 contiguous suffix of both logs. The compactible logs (``sources/<i>``, ``_spark_metadata``) are
-never purged (Spark throws on it); ``compaction.plan_log_expiry`` is their counterpart.
+never purged (Spark throws on it); ``compactionexpiry.expiry_plan_from_listings`` is their counterpart.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from ..logdir import read_commit, read_offset_seq
 from ..metadatalog import DEFAULT_COMPACT_INTERVAL
 from ..statesummary import StateConf, state_conf
 from ..storage.checkpointstorage import CheckpointStorage
-from .compaction import build_compaction_content
+from .compactionfile import build_compaction_content
 from .execute import AppliedPlan, StepHook, apply_plan
 from .plan import FileState, MaintenancePlan, PlannedWrite
 from .preconditions import DEFAULT_QUIET_SECONDS

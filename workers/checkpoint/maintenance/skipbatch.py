@@ -16,7 +16,7 @@ from ..metadatalog import log_batch_files, log_compact_interval, sink_log_locati
 from ..offsets import OffsetSeq
 from ..statesummary import state_conf
 from ..storage.checkpointstorage import CheckpointStorage
-from .compaction import compaction_input_names
+from .compactionfile import compaction_input_names
 from .plan import FileState, MaintenancePlan, PlannedWrite, Precondition, precondition
 from .planning import PlanStart, join, start_plan
 from .preconditions import DEFAULT_QUIET_SECONDS
