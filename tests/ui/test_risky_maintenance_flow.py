@@ -121,6 +121,9 @@ def test_rewind_approved_by_a_second_person_then_undone(browser_page, live_serve
     _approve_as_sam(page, live_server, page.url.split("#")[0].removeprefix(live_server.url))
 
     assert _files(base) == before
+    # Rita's page of the undo reloads itself once the undo succeeds (HX-Refresh, as above): a goto of
+    # ours before that reload had happened was aborted by it (net::ERR_ABORTED, two test workers).
+    page.wait_for_selector("#run-status[data-status=succeeded]")
     page.goto(live_server.url + run_path)
     assert "Undo: run #" in page.inner_text("#undone-by")
     _screenshot(page, "risky_rewind_undone.png")
