@@ -4,7 +4,8 @@ Sizes: a chart's byte axis is drawn in the largest of B, KB, MB, GB, TB that its
 reaches (1 KB = 1,024 bytes, as the tables' filesizeformat counts), and each hover reads
 "4.2 KB", not "4.288k bytes". Counts (files, rows, batch ids) get whole-number ticks: Plotly
 ticks a short range in halves otherwise ("0.5 files"). Series: one colour (and dash) each. Plain-dict
-figures: plotly.py's default look, and panels stacked on one time axis.
+figures: plotly.py's default look, and panels stacked on one time axis. Durations: an axis in
+the largest of its units that the longest value reaches ten of ("12.5 s", not "12,500 ms").
 """
 
 from __future__ import annotations
@@ -55,6 +56,32 @@ def whole_number_ticks(values: Iterable[float | None], *, floor: float | None = 
 
 # Series told apart by colour, then, past the colours, by dash: a chart with more series than
 # colours still draws every one differently, and every colour of a chart is in its legend.
+Figure = dict  # {"data": [trace, ...], "layout": {...}}, as Plotly.react takes them
+
+
+@dataclass(frozen=True, slots=True)
+class DurationUnit:
+    name: str
+    ms: int
+
+    @classmethod
+    def for_longest(cls, longest_ms: float | None, units: Sequence[DurationUnit]) -> DurationUnit:
+        """The largest of ``units`` (smallest first) in which the longest value is 10 or more, so
+        the axis reads "12.5 s" rather than "12,500 ms", "3 d" rather than "260k s"."""
+        fitting = [unit for unit in units if longest_ms is not None and longest_ms >= 10 * unit.ms]
+        return fitting[-1] if fitting else units[0]
+
+
+MILLISECONDS, SECONDS = DurationUnit("ms", 1), DurationUnit("s", 1_000)
+BATCH_DURATION_UNITS = (MILLISECONDS, SECONDS)
+WATERMARK_GAP_UNITS = (
+    SECONDS,
+    DurationUnit("min", 60_000),
+    DurationUnit("h", 3_600_000),
+    DurationUnit("d", 86_400_000),
+)
+
+
 # A line of more points than this is drawn without a marker per point: at that density the markers
 # hide the line and tell no point apart, and each is an SVG element to draw (the timeline of a
 # demo's hour, 826 batches, drew in 244 ms in chromium with its two lines bare, 315 ms with markers).

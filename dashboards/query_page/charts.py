@@ -9,7 +9,11 @@ from datetime import datetime
 from dashboards.models import ms_to_datetime
 from dashboards.query_page.chart_units import (
     AXIS_LOOK,
+    MILLISECONDS,
     PLOTLY_COLOURS,
+    WATERMARK_GAP_UNITS,
+    DurationUnit,
+    Figure,
     SizeUnit,
     count_axis,
     line_mode,
@@ -21,13 +25,7 @@ from dashboards.query_page.chart_units import (
     whole_number_ticks,
 )
 from dashboards.query_page.compaction import CompactionOutlook
-from dashboards.query_page.runtime_charts import (
-    MILLISECONDS,
-    WATERMARK_GAP_UNITS,
-    DurationUnit,
-    Figure,
-    sentence_figure,
-)
+from dashboards.query_page.runtime_figure_parts import sentence_figure
 from workers.checkpoint.compactible import is_compaction_batch
 from workers.checkpoint.wording import format_size
 

@@ -15,14 +15,9 @@ from django.urls import reverse
 from dashboards.models import BatchProgress, Checkpoint, StateOperatorMetrics
 from dashboards.query_page.chart_series import BatchRange
 from dashboards.query_page.fragments import cached_text
-from dashboards.query_page.runtime_charts import (
-    RUNTIME_CHARTS,
-    ProgressPoint,
-    RuntimeChart,
-    runtime_figures,
-    runtime_figures_json,
-)
+from dashboards.query_page.runtime_charts import RUNTIME_CHARTS, RuntimeChart, runtime_figures, runtime_figures_json
 from dashboards.query_page.runtime_marks import Window, marks_version, runtime_marks
+from dashboards.query_page.runtime_points import ProgressPoint
 from dashboards.query_page.runtime_series import lag_series, operator_series, progress_series, runtime_version
 from dashboards.query_page.summary_builds import SummaryBuild, runtime_batches_to_summarise
 

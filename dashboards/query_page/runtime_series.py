@@ -33,7 +33,7 @@ from dashboards.query_page.chart_series import BatchRange, SampledSeries, bucket
 from dashboards.query_page.downsample import SeriesShape, select_downsampled
 from dashboards.query_page.fragments import checkpoint_identity
 from dashboards.query_page.rollups import LOWEST_TIER, RolledSeries, read_rolled, rebuild, refresh, within_build
-from dashboards.query_page.runtime_charts import LagPoint, OperatorPoint, ProgressPoint
+from dashboards.query_page.runtime_points import LagPoint, OperatorPoint, ProgressPoint
 
 PROGRESS_SHAPE = SeriesShape(
     key="batch_id",
