@@ -183,10 +183,30 @@ def _paths(page: str, checkpoint_ids: list[int], *, batches: int, list_pages: in
     return [per_checkpoint[page].format(checkpoint) for checkpoint in checkpoint_ids]
 
 
+# The settings of a production web process that a bench talks to over plain http on loopback: DEBUG
+# off (no query log, production's templates and middleware), no redirect to https; static files from
+# the apps' folders (no collectstatic: the page benches time the server, not static files).
+PRODUCTION_SETTINGS = {
+    "CKPTWEB_DEBUG": "false",
+    "CKPTWEB_SECRET_KEY": "bench-only-secret-key",
+    "CKPTWEB_SSL_REDIRECT": "false",
+    "CKPTWEB_SERVE_COLLECTED_STATIC": "false",
+}
+
+
+def _unsecure(session: requests.Session) -> None:
+    """Production marks its cookies Secure, which requests then keeps from plain http: the bench's
+    server is on loopback without TLS, so the session sends them anyway."""
+    for cookie in session.cookies:
+        cookie.secure = False
+
+
 def logged_in_session(base: str, username: str, password: str) -> requests.Session:
-    """A requests session of ``username``, logged in through the login page as a browser would."""
+    """A requests session of ``username``, logged in through the login page as a browser would
+    (with production's Secure cookies sent over the bench's plain http)."""
     session = requests.Session()
     session.get(f"{base}/login/")
+    _unsecure(session)
     response = session.post(
         f"{base}/login/",
         data={"username": username, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
@@ -194,6 +214,7 @@ def logged_in_session(base: str, username: str, password: str) -> requests.Sessi
     )
     if response.status_code != 302:
         raise SystemExit(f"login of {username!r} failed: {response.status_code}")
+    _unsecure(session)  # the session cookie, and the CSRF token rotated at login
     return session
 
 

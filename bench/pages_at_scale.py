@@ -4,16 +4,21 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
 
     .venv/bin/python -m bench.pages_at_scale --batches 1000000
 
-1. Recreates the database ``ckptweb_load`` (shared with bench/load.py), migrates it, and fills one
-   checkpoint with ``--batches`` batches and one stateful operator's progress per batch, with
-   ``INSERT ... SELECT generate_series`` (a slow batch and a cache miss now and then, so the
-   downsampled charts have peaks to keep), then ANALYZE.
-2. Starts gunicorn (``--gunicorn-workers``) with Redis (``--redis-url``, emptied) as the shared
-   cache, and logs one session in per client.
-3. Times the first request of each page (empty caches); then for 1 client and for ``--clients``
-   concurrent clients, keeps each page and read API endpoint busy for ``--seconds`` with wrk
-   (bench/wrk.py; Debian's package) and prints requests, errors and p50/p95/p99 per page; then,
-   as a running query adds ``--live-batches`` batches one by one, the charts after each.
+1. Recreates the database ``ckptweb_load`` (shared with bench/load.py; ``CKPTWEB_BENCH_DATABASE``
+   names another), migrates it, and fills one checkpoint with ``--batches`` batches and one
+   stateful operator's progress per batch, with ``INSERT ... SELECT generate_series`` (a slow batch
+   and a cache miss now and then, so the downsampled charts have peaks to keep), then ANALYZE.
+   ``--reuse`` keeps a database that already holds one such checkpoint (bench/cold_charts.py's
+   fill of 10M batches takes a quarter of an hour) and reads ``--batches`` from it.
+2. Starts gunicorn (``--gunicorn-workers``) with production's settings (bench.load
+   PRODUCTION_SETTINGS) and Redis (``--redis-url``, emptied) as the shared cache, and logs one
+   session in.
+3. Times the first request of each page (empty caches); then ``--rounds`` rounds: for 1 client and
+   for ``--clients`` concurrent clients, keeps the baseline (/health/, which reads no checkpoint)
+   and each page and read API endpoint busy for ``--seconds`` with wrk (bench/wrk.py; Debian's
+   package) and prints requests, errors and p50/p95/p99 per page, with the load average; then the
+   spread of the p95 (1 client) and p99 (``--clients``) over the rounds; then, as a running query
+   adds ``--live-batches`` batches one by one, the charts after each.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 import requests
 
 from bench.load import (
+    PRODUCTION_SETTINGS,
     _database_url,
     _percentile,
     _recreate_database,
@@ -66,7 +72,7 @@ def _environment(args: argparse.Namespace) -> dict[str, str]:
         **os.environ,
         "CKPTWEB_DATA_DIR": str(args.workdir),
         "CKPTWEB_DATABASE_URL": _database_url(args.database_url),
-        "CKPTWEB_DEBUG": "true",
+        **PRODUCTION_SETTINGS,
         "CKPTWEB_LOG_LEVEL": "WARNING",
     }
     # With Redis the web workers share one cache, as in a deployment with the broker; without,
@@ -122,6 +128,27 @@ def _fill(args: argparse.Namespace) -> int:
     print(f"{args.batches:,} batches written in {time.perf_counter() - started:.0f} s")
     build_rollups_of_filled_rows(checkpoint.pk, query.pk)
     return checkpoint.pk
+
+
+def _filled_checkpoint(args: argparse.Namespace) -> int | None:
+    """The id of the one checkpoint a former fill left in the bench's database (``--batches`` set
+    from it), or None when there is no such database or checkpoint."""
+    from django.db import DatabaseError, connections
+
+    set_up_django(args)
+    from dashboards.models import Checkpoint
+
+    try:
+        rows = list(Checkpoint.objects.filter(timeline_rollups_built=True).values_list("pk", "latest_batch_id"))
+    except DatabaseError:
+        return None
+    finally:
+        connections.close_all()  # before a recreate drops the database under it
+    if len(rows) != 1 or rows[0][1] is None:
+        return None
+    args.batches = rows[0][1] + 1
+    print(f"kept the database's checkpoint of {args.batches:,} batches (--reuse)")
+    return rows[0][0]
 
 
 def _execute_fill_sql(checkpoint_pk: int, query_pk: int, batches: int) -> None:
@@ -250,6 +277,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--reuse", action="store_true", help="keep a database that holds one filled checkpoint")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument(
@@ -271,7 +300,13 @@ def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
     pages = _pages(checkpoint, args.batches)
     # The first request of each page meets an empty chart cache (a miss): timed on its own.
     cold = {page: _time_once(base, session, url) for page, url in pages.items()}
-    _report(_load_pages(args, base, pages, cookie))
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        print(f"\nround {number}, load average {_load()}")
+        rounds.append(_load_pages(args, base, {**dict([BASELINE]), **pages}, cookie))
+        _report(rounds[-1])
+    print(f"\nload average at the end {_load()}")
+    _report_rounds(rounds, args.clients)
     print(
         "\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items())
     )
@@ -281,6 +316,38 @@ def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
             f"{name} after each of {len(times)} new batches: "
             f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"
         )
+
+
+# Interleaved with the pages in every round: a request of the same server that reads no checkpoint
+# (the health check), the machine's floor at that moment.
+BASELINE = ("baseline /health/", "/health/")
+
+
+def _load() -> str:
+    return " ".join(f"{figure:.2f}" for figure in os.getloadavg())
+
+
+def _report_rounds(rounds: list[list[tuple[str, int, dict]]], clients: int) -> None:
+    """Per page, the p95 with one client and the p99 with ``clients`` (min / median / max over the rounds)."""
+    figures: dict[tuple[str, int], list[dict]] = {}
+    for rows in rounds:
+        for page, connections, row in rows:
+            figures.setdefault((page, connections), []).append(row)
+    print(
+        f"\n{len(rounds)} rounds: {'page':<18} {'requests':>9} {'errors':>6}  p95 (1 client) / p99 ({clients} clients)"
+    )
+    for (page, connections), runs in figures.items():
+        if connections == 1:
+            many = figures[(page, clients)]
+            print(
+                f"{page:<28} {sum(r['requests'] for r in runs + many):>9} {sum(r['errors'] for r in runs + many):>6}  "
+                f"{_spread(r['p95_ms'] for r in runs)} / {_spread(r['p99_ms'] for r in many)} ms"
+            )
+
+
+def _spread(values) -> str:
+    ordered = sorted(values)
+    return f"{ordered[0]:.0f} / {ordered[len(ordered) // 2]:.0f} / {ordered[-1]:.0f}"
 
 
 def _load_pages(args: argparse.Namespace, base: str, pages: dict[str, str], cookie: str) -> list[tuple[str, int, dict]]:
@@ -296,8 +363,10 @@ def _load_pages(args: argparse.Namespace, base: str, pages: dict[str, str], cook
 def main() -> None:
     args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    _recreate_database(args.database_url)
-    checkpoint = _fill(args)
+    checkpoint = _filled_checkpoint(args) if args.reuse else None
+    if checkpoint is None:
+        _recreate_database(args.database_url)
+        checkpoint = _fill(args)
     _empty_cache(args.redis_url)
     base = f"http://127.0.0.1:{args.port}"
     gunicorn = gunicorn_command(args.port, args.gunicorn_workers, timeout_seconds=120)

@@ -1,7 +1,8 @@
 """The health model's families: each checkpoint's status and every condition that holds.
 
-One query (CheckpointQuerySet.status_list_rows, the list page's: plain rows, no model instances)
-and dashboards.health.query_status.assess at scrape time, so a graph, an alert and the pages say the
+One query (CheckpointQuerySet.status_list_rows, the list page's: plain rows, no model instances,
+its SQL compiled once per process: status_rows.status_list_rows) and
+dashboards.health.query_status.assess at scrape time, so a graph, an alert and the pages say the
 same. Each family has one sample per checkpoint and state, 1 or 0, as kube-state-metrics does for
 a pod's phase: a state that stops holding drops to 0 instead of vanishing, so alerts resolve.
 """
@@ -15,8 +16,8 @@ from django.utils import timezone
 
 from dashboards.health.query_status import State, Thresholds, assess
 from dashboards.metrics.families import CheckpointLabels, add, gauge, seconds
-from dashboards.models import Checkpoint
 from dashboards.models.status_facts import status_facts_of
+from dashboards.models.status_rows import status_list_rows
 
 
 def status_families(labels: CheckpointLabels) -> Iterator:
@@ -35,7 +36,7 @@ def status_families(labels: CheckpointLabels) -> Iterator:
         "Since when the status holds (Unix seconds), where the model knows.",
     )
     now, thresholds = timezone.now(), Thresholds.from_settings(settings)
-    for row in Checkpoint.objects.status_list_rows():
+    for row in status_list_rows():
         assessed = assess(status_facts_of(row), now=now, thresholds=thresholds)
         holding = {held.state for held in assessed.conditions}
         for state in State:

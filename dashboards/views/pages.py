@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Max
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -29,6 +29,12 @@ from dashboards.models import (
     StatePartition,
     StateSample,
     StateScan,
+)
+from dashboards.models.status_rows import (
+    PROGRESS_OWNER_OF_ONE,
+    STATUS_FACTS_OF_ONE,
+    annotated_checkpoint,
+    status_list_rows,
 )
 from dashboards.query_page.as_of import (
     AsOf,
@@ -73,9 +79,11 @@ def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int, *, with_st
     The checkpoint comes with which progress is its own (CheckpointQuerySet.with_progress_owner),
     and with the health model's figures when asked.
     """
-    checkpoints = Checkpoint.objects.select_related("query")
-    checkpoints = checkpoints.with_status_facts() if with_status_facts else checkpoints.with_progress_owner()
-    return get_object_or_404(checkpoints, pk=checkpoint_id)
+    annotations = STATUS_FACTS_OF_ONE if with_status_facts else PROGRESS_OWNER_OF_ONE
+    checkpoint = annotated_checkpoint(checkpoint_id, annotations)
+    if checkpoint is None:
+        raise Http404(f"No checkpoint {checkpoint_id}")
+    return checkpoint
 
 
 @login_required
@@ -91,9 +99,7 @@ def checkpoint_list_panel(request: HttpRequest) -> HttpResponse:
 def _checkpoint_page_context(request: HttpRequest) -> dict:
     list_request = ListRequest.from_query(request.GET)
     now = timezone.now()
-    result = build_list(
-        Checkpoint.objects.status_list_rows(), list_request, now=now, thresholds=Thresholds.from_settings(settings)
-    )
+    result = build_list(status_list_rows(), list_request, now=now, thresholds=Thresholds.from_settings(settings))
     # get_page turns a garbage ?page= into the first page and one past the end into the last.
     page = Paginator(result.rows, CHECKPOINTS_PER_PAGE).get_page(request.GET.get("page"))
     return {
