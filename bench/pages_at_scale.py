@@ -240,6 +240,14 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
     }
 
 
+def _chosen_pages(pages: dict[str, str], only: str | None) -> dict[str, str]:
+    names = only.split(",") if only else list(pages)
+    unknown = sorted(set(names) - set(pages))
+    if unknown:
+        raise SystemExit(f"--only: no such page {', '.join(unknown)} (known: {', '.join(pages)})")
+    return {name: pages[name] for name in names}
+
+
 def _wait_for(base: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -278,6 +286,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--only", help="comma-separated names of the pages to keep busy (default: every page)")
     parser.add_argument("--reuse", action="store_true", help="keep a database that holds one filled checkpoint")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
@@ -297,7 +306,7 @@ def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
     require_wrk()
     session = logged_in_session(base, USER, PASSWORD)
     cookie = cookie_header(session)
-    pages = _pages(checkpoint, args.batches)
+    pages = _chosen_pages(_pages(checkpoint, args.batches), args.only)
     # The first request of each page meets an empty chart cache (a miss): timed on its own.
     cold = {page: _time_once(base, session, url) for page, url in pages.items()}
     rounds = []
@@ -311,7 +320,7 @@ def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
         "\nfirst request of each page (empty caches), ms: " + ", ".join(f"{page} {ms:.0f}" for page, ms in cold.items())
     )
     live = _live_batches(base, session, checkpoint, args.batches, args.live_batches)
-    for name, times in live.items():
+    for name, times in live.items() if args.live_batches else ():
         print(
             f"{name} after each of {len(times)} new batches: "
             f"p50 {_percentile(times, 0.5):.0f} ms, max {max(times):.0f} ms"

@@ -71,7 +71,12 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
     ),
     "bench.cold_charts": (
         *("--workdir", "{workdir}", "--large", "200", "--small", "100", "--rounds", "1", "--repetitions", "1"),
-        *("--port", "8868", "--redis-url", "{redis}"),
+        *("--warm", "2", "--port", "8868", "--redis-url", "{redis}"),
+    ),
+    # The database bench.cold_charts filled (CKPTWEB_BENCH_DATABASE of the smoke's cold_charts, its large size).
+    "bench.request_cpu": (
+        *("--database", BENCH_DATABASE_PREFIX + "cold_charts_200", "--requests", "2", "--warm-up", "1"),
+        *("--rounds", "1", "--workdir", "{workdir}"),
     ),
     "bench.load": (
         *("--workdir", "{workdir}", "--checkpoints", "4", "--batches", "5", "--interval", "5", "--users", "8"),
@@ -104,10 +109,15 @@ SMOKE_RUNS: dict[str, tuple[str, ...]] = {
 }
 
 
-# A bench runs after another, in the same lane: state_follow reads what state_rows built; the two
-# that each start a whole demo (PySpark queries, a worker, beat, a server) took twice their time
-# alone when side by side in two lanes (104 and 109 s, 2026-11-28), so they share one.
-RUNS_AFTER = {"bench.state_follow": "bench.state_rows", "bench.soak_demo": "bench.screenshots"}
+# A bench runs after another, in the same lane: state_follow reads what state_rows built, request_cpu
+# the database cold_charts filled; the two that each start a whole demo (PySpark queries, a worker,
+# beat, a server) took twice their time alone when side by side in two lanes (104 and 109 s,
+# 2026-11-28), so they share one.
+RUNS_AFTER = {
+    "bench.state_follow": "bench.state_rows",
+    "bench.soak_demo": "bench.screenshots",
+    "bench.request_cpu": "bench.cold_charts",  # measures the database cold_charts filled
+}
 # Started first, longest first, so that the lanes end together (their times on an idle machine,
 # docs/testing.md: 63, 50, 37 + the follow, 23, 22, 21 and 18 s; the others 0.1 to 13 s).
 SLOWEST = (
