@@ -8,8 +8,8 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
    names another), migrates it, and fills one checkpoint with ``--batches`` batches and one
    stateful operator's progress per batch, with ``INSERT ... SELECT generate_series`` (a slow batch
    and a cache miss now and then, so the downsampled charts have peaks to keep), then ANALYZE.
-   ``--reuse`` keeps a database that already holds one such checkpoint (bench/cold_charts.py's
-   fill of 10M batches takes a quarter of an hour) and reads ``--batches`` from it.
+   ``--reuse`` measures a database that already holds one such checkpoint instead (bench/
+   cold_charts.py's fill of 10M batches takes half an hour), and reads ``--batches`` from it.
 2. Starts gunicorn (``--gunicorn-workers``) with production's settings (bench.load
    PRODUCTION_SETTINGS) and Redis (``--redis-url``, emptied) as the shared cache, and logs one
    session in.
@@ -372,8 +372,11 @@ def _load_pages(args: argparse.Namespace, base: str, pages: dict[str, str], cook
 def main() -> None:
     args = _arguments()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    checkpoint = _filled_checkpoint(args) if args.reuse else None
-    if checkpoint is None:
+    if args.reuse:
+        checkpoint = _filled_checkpoint(args)
+        if checkpoint is None:
+            raise SystemExit(f"--reuse: {_database_url(args.database_url)} holds no filled checkpoint (fill it first)")
+    else:
         _recreate_database(args.database_url)
         checkpoint = _fill(args)
     _empty_cache(args.redis_url)
