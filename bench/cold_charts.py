@@ -147,11 +147,9 @@ def _no_samples(args: argparse.Namespace) -> Samples:
 
 
 def _endpoints(args: argparse.Namespace) -> dict[str, str]:
-    names = args.only.split(",")
-    unknown = sorted(set(names) - set(ENDPOINTS))
-    if unknown:
-        raise SystemExit(f"--only: no such endpoint {', '.join(unknown)} (known: {', '.join(ENDPOINTS)})")
-    return {name: ENDPOINTS[name] for name in names}
+    from bench.load import chosen
+
+    return chosen(ENDPOINTS, args.only, "endpoint")
 
 
 def _round(args: argparse.Namespace) -> Samples:

@@ -194,6 +194,16 @@ PRODUCTION_SETTINGS = {
 }
 
 
+def chosen(named: dict[str, str], only: str | None, what: str) -> dict[str, str]:
+    """The entries of ``named`` that ``only`` (comma-separated names, a bench's --only) names, in its
+    order; all of them for None; exits naming what is unknown."""
+    names = only.split(",") if only else list(named)
+    unknown = sorted(set(names) - set(named))
+    if unknown:
+        raise SystemExit(f"--only: no such {what} {', '.join(unknown)} (known: {', '.join(named)})")
+    return {name: named[name] for name in names}
+
+
 def _unsecure(session: requests.Session) -> None:
     """Production marks its cookies Secure, which requests then keeps from plain http: the bench's
     server is on loopback without TLS, so the session sends them anyway."""

@@ -37,6 +37,7 @@ from bench.load import (
     _recreate_database,
     _start,
     _stop,
+    chosen,
     cookie_header,
     gunicorn_command,
     logged_in_session,
@@ -240,14 +241,6 @@ def _pages(checkpoint: int, batches: int) -> dict[str, str]:
     }
 
 
-def _chosen_pages(pages: dict[str, str], only: str | None) -> dict[str, str]:
-    names = only.split(",") if only else list(pages)
-    unknown = sorted(set(names) - set(pages))
-    if unknown:
-        raise SystemExit(f"--only: no such page {', '.join(unknown)} (known: {', '.join(pages)})")
-    return {name: pages[name] for name in names}
-
-
 def _wait_for(base: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -306,7 +299,7 @@ def _measure(args: argparse.Namespace, base: str, checkpoint: int) -> None:
     require_wrk()
     session = logged_in_session(base, USER, PASSWORD)
     cookie = cookie_header(session)
-    pages = _chosen_pages(_pages(checkpoint, args.batches), args.only)
+    pages = chosen(_pages(checkpoint, args.batches), args.only, "page")
     # The first request of each page meets an empty chart cache (a miss): timed on its own.
     cold = {page: _time_once(base, session, url) for page, url in pages.items()}
     rounds = []

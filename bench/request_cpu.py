@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.load import PRODUCTION_SETTINGS, _percentile
+from bench.load import PRODUCTION_SETTINGS, _percentile, chosen
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 # The query page and what it asks for on a first screen, and the list; "{id}" is the checkpoint's.
@@ -111,11 +111,7 @@ def _measure(args: argparse.Namespace, repo: Path, path: str) -> dict[str, list[
 
 
 def _paths(args: argparse.Namespace) -> dict[str, str]:
-    names = args.only.split(",")
-    unknown = sorted(set(names) - set(PATHS))
-    if unknown:
-        raise SystemExit(f"--only: no such path {', '.join(unknown)} (known: {', '.join(PATHS)})")
-    return {name: PATHS[name] for name in names}
+    return chosen(PATHS, args.only, "path")
 
 
 def _report(title: str, figures: dict[tuple[str, str], dict[str, list[float]]]) -> None:
