@@ -1,4 +1,4 @@
-"""Querysets whose SQL is compiled once per process, not once per request.
+"""Querysets whose SQL is compiled once per thread (a gunicorn worker: once), not once per request.
 
 The status facts (CheckpointQuerySet.with_status_facts: nine correlated subqueries and two cases)
 cost the ORM about 6 ms to build and compile, against 2 ms for PostgreSQL to run them, and the
