@@ -1,4 +1,4 @@
-"""The status facts as the pages read them, compiled once per process (dashboards/models/precompiled.py).
+"""The status facts as the pages read them, compiled once per thread (dashboards/models/precompiled.py).
 
 STATUS_LIST_ROWS: the list's and /metrics' rows (CheckpointQuerySet.status_list_rows).
 STATUS_FACTS_OF_ONE, PROGRESS_OWNER_OF_ONE: the annotations of one checkpoint (with_status_facts,
