@@ -6,8 +6,9 @@ Usage (from the repository root, PostgreSQL as in the README's test command; an 
 
 1. Recreates the database ``ckptweb_load`` (shared with bench/load.py; ``CKPTWEB_BENCH_DATABASE``
    names another), migrates it, and fills one checkpoint with ``--batches`` batches and one
-   stateful operator's progress per batch, with ``INSERT ... SELECT generate_series`` (a slow batch
-   and a cache miss now and then, so the downsampled charts have peaks to keep), then ANALYZE.
+   stateful operator's progress per batch (and ``--state-partitions`` state store rows), with
+   ``INSERT ... SELECT generate_series`` (a slow batch and a cache miss now and then, so the
+   downsampled charts have peaks to keep), then ANALYZE.
    ``--reuse`` measures a database that already holds one such checkpoint instead (bench/
    cold_charts.py's fill of 10M batches takes half an hour), and reads ``--batches`` from it.
 2. Starts gunicorn (``--gunicorn-workers``) with production's settings (bench.load
@@ -66,6 +67,15 @@ FILL_SQL = (
        FROM dashboards_batchprogress WHERE query_id = %(query)s""",
     "ANALYZE",
 )
+# --state-partitions store directories of the newest version, 200 partitions an operator (a
+# stream-stream join has 4 stores an operator: 800 for 200 shuffle partitions).
+STATE_FILL_SQL = """INSERT INTO dashboards_statepartition (checkpoint_id, operator, partition, store, provider, path,
+       latest_version, earliest_version, maintenance_probed_version, snapshot_version, delta_chain, load_files,
+       load_bytes, bytes_on_disk, rows, rows_version, uncommitted_versions, note, variables, updated_at)
+   SELECT %(checkpoint)s, g / 200, g %% 200, 'default', 'hdfs', 'state/' || g / 200 || '/' || g %% 200,
+          %(last)s, %(last)s - 100, %(last)s, %(last)s - g %% 7, g %% 7, 1 + g %% 7, 4096 * (1 + g %% 7),
+          100000 + g, 1000 + g, %(last)s, '[]', '', '[]', now()
+   FROM generate_series(0, %(partitions)s - 1) g"""
 
 
 def _environment(args: argparse.Namespace) -> dict[str, str]:
@@ -122,7 +132,7 @@ def _fill(args: argparse.Namespace) -> int:
     query = StreamingQuery.objects.create(query_id=uuid.uuid4())
     checkpoint = Checkpoint.objects.create(name="million", url="/nowhere/million", query=query)
     started = time.perf_counter()
-    _execute_fill_sql(checkpoint.pk, query.pk, args.batches)
+    _execute_fill_sql(checkpoint.pk, query.pk, args.batches, args.state_partitions)
     Checkpoint.objects.filter(pk=checkpoint.pk).update(
         latest_batch_id=args.batches - 1, latest_committed_batch_id=args.batches - 2
     )
@@ -152,14 +162,15 @@ def _filled_checkpoint(args: argparse.Namespace) -> int | None:
     return rows[0][0]
 
 
-def _execute_fill_sql(checkpoint_pk: int, query_pk: int, batches: int) -> None:
+def _execute_fill_sql(checkpoint_pk: int, query_pk: int, batches: int, state_partitions: int = 0) -> None:
     from django.db import connection
 
+    values = {"checkpoint": checkpoint_pk, "query": query_pk, "start": START_MS, "last": batches - 1}
     with connection.cursor() as cursor:
+        if state_partitions:
+            cursor.execute(STATE_FILL_SQL, {**values, "partitions": state_partitions})
         for sql in FILL_SQL:
-            cursor.execute(
-                sql, {"checkpoint": checkpoint_pk, "query": query_pk, "start": START_MS, "last": batches - 1}
-            )
+            cursor.execute(sql, values)
 
 
 def build_rollups_of_filled_rows(checkpoint_pk: int, query_pk: int) -> None:
@@ -279,6 +290,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--state-partitions", type=int, default=0, help="state store directories the fill adds (200 an operator)"
+    )
     parser.add_argument("--only", help="comma-separated names of the pages to keep busy (default: every page)")
     parser.add_argument("--reuse", action="store_true", help="keep a database that holds one filled checkpoint")
     parser.add_argument("--gunicorn-workers", type=int, default=4)

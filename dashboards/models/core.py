@@ -127,7 +127,7 @@ class CheckpointQuerySet(models.QuerySet):
         )
 
     def maintenance_figures(self, checkpoint: Checkpoint) -> MaintenanceFigures:
-        """What the maintenance form's defaults and previews are computed from (six small queries).
+        """What the maintenance form's defaults and previews are computed from (five small queries).
 
         The oldest batch is the one the last reconcile listed (Batch rows outlive Spark's purge);
         the oldest state version and each log's oldest batch come from the latest inventory pass.

@@ -70,9 +70,9 @@ class CompactFile(models.Model):
 
 class DirectoryInventoryQuerySet(models.QuerySet):
     def latest_for(self, checkpoint: Checkpoint) -> DirectoryInventoryQuerySet:
-        """The rows of the checkpoint's most recent inventory pass."""
-        taken = self.filter(checkpoint=checkpoint).aggregate(latest=models.Max("taken_at"))["latest"]
-        return self.filter(checkpoint=checkpoint, taken_at=taken).order_by("path")
+        """The rows of the checkpoint's most recent inventory pass (one query: the pass's time is a subquery)."""
+        passes = self.filter(checkpoint=checkpoint).order_by("-taken_at").values("taken_at")[:1]
+        return self.filter(checkpoint=checkpoint, taken_at=models.Subquery(passes)).order_by("path")
 
     def pass_times_before(self, checkpoint_id: int, moment: datetime) -> list[datetime]:
         """When each of the checkpoint's inventory passes older than ``moment`` was taken, oldest first."""

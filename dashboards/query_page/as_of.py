@@ -120,11 +120,9 @@ def _next_pass_at(
     return max(sync_at, last + timedelta(seconds=interval_seconds))
 
 
-def state_read(stores, read_at: datetime | None) -> tuple[Read | None, int | None]:
-    """The state panel's read and state version: Spark's version N holds the state after batch N - 1
-    (HDFSBackedStateStoreProvider and RocksDB alike: batch b commits version b + 1)."""
-    versions = [store.latest_version for store in stores if store.latest_version is not None]
-    version = max(versions) if versions else None
+def state_read(latest_version: int | None, read_at: datetime | None) -> Read | None:
+    """The state panel's read of its newest state version: Spark's version N holds the state after
+    batch N - 1 (HDFSBackedStateStoreProvider and RocksDB alike: batch b commits version b + 1)."""
     if read_at is None:
-        return None, version
-    return Read(read_at, None if version is None else version - 1), version
+        return None
+    return Read(read_at, None if latest_version is None else latest_version - 1)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.cache import cache
 
 from dashboards.models import Checkpoint
 
 FRAGMENT_CACHE_SECONDS = 300
+Value = TypeVar("Value")
 
 
 def checkpoint_identity(checkpoint: Checkpoint) -> tuple:
@@ -35,5 +37,11 @@ def synced_version(checkpoint: Checkpoint) -> tuple:
 
 def cached_text(kind: str, version: tuple, build: Callable[[], str]) -> str:
     """``build()``'s text, built once per ``kind`` and ``version`` and shared by every web process."""
+    return cached_value(kind, version, build)
+
+
+def cached_value(kind: str, version: tuple, build: Callable[[], Value]) -> Value:
+    """``build()``'s value (anything the cache can pickle, None included), built once per ``kind``
+    and ``version`` and shared by every web process."""
     digest = hashlib.blake2b(repr(version).encode(), digest_size=16).hexdigest()
     return cache.get_or_set(f"{kind}:{digest}", build, FRAGMENT_CACHE_SECONDS)

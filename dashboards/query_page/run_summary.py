@@ -20,6 +20,8 @@ from django.db.models import Exists, Max, Min, OuterRef
 
 from dashboards.models import BatchProgress, Checkpoint, QueryRun
 from dashboards.query_page.chart_series import BatchRange
+from dashboards.query_page.fragments import cached_value
+from dashboards.query_page.runtime_series import runtime_version
 
 RUNS_SHOWN = 10
 WINDOW_BATCHES = 2_000
@@ -75,11 +77,23 @@ class RunsSection:
     window_batches: int = WINDOW_BATCHES
 
 
-def runs_section(checkpoint: Checkpoint, chosen_range: BatchRange | None = None) -> RunsSection:
-    """The checkpoint's newest RUNS_SHOWN runs, newest first (two or three index-range queries a
-    run), and the same figures over the batches of ``chosen_range`` when it bounds anything."""
+def runs_section(
+    checkpoint: Checkpoint, chosen_range: BatchRange | None = None, progress_version: tuple | None = None
+) -> RunsSection:
+    """The checkpoint's newest RUNS_SHOWN runs, newest first, and the same figures over the batches
+    of ``chosen_range`` when it bounds anything: read once per ``progress_version``
+    (runtime_series.runtime_version, computed when not given). A run's start is stored with or
+    before its first progress (QueryStartedEvent comes first), so its row moves with the progress."""
     if checkpoint.query_id is None:
         return RunsSection([], 0)
+    version = runtime_version(checkpoint) if progress_version is None else progress_version
+    chosen_query = None if chosen_range is None else chosen_range.as_query()
+    key = (*version, checkpoint.progress_ceiling, chosen_query)
+    return cached_value("runs-section", key, lambda: _read_runs(checkpoint, chosen_range))
+
+
+def _read_runs(checkpoint: Checkpoint, chosen_range: BatchRange | None) -> RunsSection:
+    """Two or three index-range queries a run."""
     progress = BatchProgress.objects.owned_by(checkpoint)
     # QueryRun.last_batch_id is the newest batch a run reported: the runs in the order they ran.
     runs = QueryRun.objects.filter(query_id=checkpoint.query_id, last_batch_id__isnull=False)

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from dashboards.models import BatchProgress, Checkpoint, StateOperatorMetrics
 from dashboards.query_page.chart_series import BatchRange
-from dashboards.query_page.fragments import cached_text
+from dashboards.query_page.fragments import cached_text, cached_value
 from dashboards.query_page.runtime_charts import RUNTIME_CHARTS, RuntimeChart, runtime_figures, runtime_figures_json
 from dashboards.query_page.runtime_marks import Window, marks_version, runtime_marks
 from dashboards.query_page.runtime_points import ProgressPoint
@@ -38,16 +38,35 @@ class RuntimeSection:
         return self.latest_batch_id is not None
 
 
-def runtime_section(checkpoint: Checkpoint) -> RuntimeSection:
-    """The newest progress the checkpoint owns (one index lookup) and the charts it allows."""
-    owned = BatchProgress.objects.owned_by(checkpoint)
-    latest = owned.order_by("-batch_id").first() if checkpoint.query_id is not None else None
-    if latest is None:
+@dataclass(frozen=True, slots=True)
+class _NewestProgress:
+    """What the section reads of the progress, once per version of it."""
+
+    batch_id: int
+    at: datetime
+    origin: str
+    charts: tuple[RuntimeChart, ...]
+
+
+def runtime_section(checkpoint: Checkpoint, progress_version: tuple | None = None) -> RuntimeSection:
+    """The newest progress the checkpoint owns and the charts it allows, read once per
+    ``progress_version`` (runtime_series.runtime_version, computed when not given)."""
+    if checkpoint.query_id is None:
         return RuntimeSection(None, None, "", 0, ())
-    charts = _charts_of(checkpoint)
-    behind = max(0, (checkpoint.latest_batch_id or 0) - latest.batch_id)
+    version = runtime_version(checkpoint) if progress_version is None else progress_version
+    newest = cached_value("runtime-newest", version, lambda: _newest_progress(checkpoint))
+    if newest is None:
+        return RuntimeSection(None, None, "", 0, ())
+    behind = max(0, (checkpoint.latest_batch_id or 0) - newest.batch_id)
     building = runtime_batches_to_summarise(checkpoint)
-    return RuntimeSection(latest.batch_id, latest.timestamp, latest.get_origin_display(), behind, charts, building)
+    return RuntimeSection(newest.batch_id, newest.at, newest.origin, behind, newest.charts, building)
+
+
+def _newest_progress(checkpoint: Checkpoint) -> _NewestProgress | None:
+    latest = BatchProgress.objects.owned_by(checkpoint).order_by("-batch_id").first()
+    if latest is None:
+        return None
+    return _NewestProgress(latest.batch_id, latest.timestamp, latest.get_origin_display(), _charts_of(checkpoint))
 
 
 def _charts_of(checkpoint: Checkpoint) -> tuple:

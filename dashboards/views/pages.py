@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -61,11 +60,12 @@ from dashboards.query_page.fragments import cached_text, synced_version
 from dashboards.query_page.run_summary import compare_with_run, runs_section
 from dashboards.query_page.runtime_charts import figure_json
 from dashboards.query_page.runtime_section import runtime_section
+from dashboards.query_page.runtime_series import runtime_version
+from dashboards.query_page.state_panel import state_panel, state_rows_version
 from dashboards.query_page.summary_builds import still_building, timeline_batches_to_summarise
 from dashboards.query_page.timeline_rollups import timeline_series
 from dashboards.queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from dashboards.task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
-from workers.checkpoint.statevariabletotals import sum_state_variables
 
 RECENT_SYNC_RUNS = 10
 CHECKPOINTS_PER_PAGE = 50
@@ -116,14 +116,15 @@ def _checkpoint_page_context(request: HttpRequest) -> dict:
 @login_required
 def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id, with_status_facts=True)
+    progress = runtime_version(checkpoint)
     context = {
         "checkpoint": checkpoint,
         **_health_context(checkpoint),
         "batch_table": _batch_table_html(request, checkpoint),
         "chart_range": BatchRange.from_query(request.GET),
         "timeline_building": timeline_batches_to_summarise(checkpoint),
-        "runtime": runtime_section(checkpoint),
-        "runs": runs_section(checkpoint, BatchRange.from_query(request.GET)),
+        "runtime": runtime_section(checkpoint, progress),
+        "runs": runs_section(checkpoint, BatchRange.from_query(request.GET), progress),
         **_metadata_log_context(checkpoint),
         "findings": checkpoint.findings.open(),
         **_state_context(checkpoint),
@@ -206,11 +207,17 @@ def inventory_growth_chart(request: HttpRequest, checkpoint_id: int) -> HttpResp
 @login_required
 def state_heatmap_chart(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
+    version = state_rows_version(checkpoint)
+    body = cached_text("state-heatmap", version.key, partial(_state_heatmap_json, checkpoint))
+    return HttpResponse(body, content_type="application/json")
+
+
+def _state_heatmap_json(checkpoint: Checkpoint) -> str:
     points = [
         PartitionPoint(f"{p.operator}/{p.store}/{p.partition}", p.rows, p.bytes_on_disk, p.delta_chain, p.snapshot_age)
         for p in checkpoint.state_partitions.for_panel().only(*HEATMAP_FIELDS)
     ]
-    return HttpResponse(figure_json(state_heatmap_figure(points)), content_type="application/json")
+    return figure_json(state_heatmap_figure(points))
 
 
 # What the heatmap reads of each partition: not its state variables and other JSON, one per row.
@@ -370,8 +377,8 @@ def _as_of_full_pass(checkpoint: Checkpoint, read: Read | None) -> AsOf:
 
 
 def _inventory_context(checkpoint: Checkpoint) -> dict:
-    inventory = DirectoryInventory.objects.latest_for(checkpoint)
-    taken = inventory.values_list("taken_at", "taken_at_batch_id").first() or (None, None)
+    inventory = list(DirectoryInventory.objects.latest_for(checkpoint))
+    taken = (inventory[0].taken_at, inventory[0].taken_at_batch_id) if inventory else (None, None)
     return {"inventory": inventory, "inventory_as_of": _as_of_full_pass(checkpoint, find_read(*taken))}
 
 
@@ -412,16 +419,14 @@ def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | No
 
 
 def _state_context(checkpoint: Checkpoint) -> dict:
-    partitions = checkpoint.state_partitions.for_panel()
-    stores = partitions.store_totals()
-    read, version = state_read(stores, partitions.aggregate(read_at=Max("updated_at"))["read_at"])
+    panel = state_panel(checkpoint)
+    if panel is None:
+        return {"state_panel": None}
     return {
-        "state_partitions": partitions,
-        "state_stores": stores,
-        "state_variables": sum_state_variables(partitions),
+        "state_panel": panel,
         "state_scan": StateScan.objects.latest_for(checkpoint),
-        "state_as_of": _as_of_sync(checkpoint, read, batches_in_flight=1),
-        "state_version": version,
+        "state_as_of": _as_of_sync(checkpoint, state_read(panel.latest_version, panel.read_at), batches_in_flight=1),
+        "state_version": panel.latest_version,
         "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
         "full_walk_interval": settings.FULL_WALK_INTERVAL_SECONDS,
         "state_follow_min_seconds": settings.STATE_FOLLOW_MIN_SECONDS,

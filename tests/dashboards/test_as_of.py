@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 from dashboards.models import Checkpoint
 from dashboards.query_page.as_of import Read, as_of, full_pass_as_of, state_read, sync_as_of
-from workers.checkpoint.statesummary import StateStoreSummary
 
 NOW = datetime(2026, 11, 27, 12, 13, 1, tzinfo=UTC)
 FOUR_MINUTES_AGO = NOW - timedelta(minutes=4)
@@ -89,23 +88,7 @@ def test_the_full_pass_runs_with_the_first_sync_after_its_interval():
     assert (in_ten_minutes.batches_behind, in_ten_minutes.is_behind) == (34, True)
 
 
-def _store(latest_version: int | None) -> StateStoreSummary:
-    return StateStoreSummary(
-        operator=0,
-        store="default",
-        provider="hdfs",
-        partitions=1,
-        latest_version=latest_version,
-        rows=None,
-        bytes_on_disk=0,
-        max_delta_chain=None,
-        max_load_files=None,
-        max_load_bytes=None,
-    )
-
-
 def test_state_read_at_version_16_is_as_of_batch_15():
-    read, version = state_read([_store(12), _store(16), _store(None)], FOUR_MINUTES_AGO)
-
-    assert (read, version) == (Read(FOUR_MINUTES_AGO, 15), 16)
-    assert state_read([], None) == (None, None)
+    assert state_read(16, FOUR_MINUTES_AGO) == Read(FOUR_MINUTES_AGO, 15)
+    assert state_read(None, FOUR_MINUTES_AGO) == Read(FOUR_MINUTES_AGO, None)
+    assert state_read(16, None) is None

@@ -205,8 +205,8 @@ def test_the_figures_of_a_synced_spark_checkpoint_are_those_of_its_files(copy_ch
         int(p.name.split(".")[0]) for p in (directory / "state").rglob("*") if p.suffix in (".delta", ".snapshot")
     }
 
-    # The inventory pass (2), the pinned conf, the state partitions, the logs and their compact files.
-    with django_assert_num_queries(6):
+    # The inventory pass (one query), the pinned conf, the state partitions, the logs and their compact files.
+    with django_assert_num_queries(5):
         found = Checkpoint.objects.maintenance_figures(checkpoint)
 
     assert (found.oldest_batch_id, found.latest_batch_id, found.latest_committed_batch_id) == (8, 11, 11)

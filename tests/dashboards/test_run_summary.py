@@ -136,3 +136,21 @@ def test_a_batch_range_chosen_for_the_charts_gets_its_own_row_across_runs(viewer
     # 6 batches: the median by nearest rank is the 3rd, the 95th percentile the 6th.
     assert f"{durations[0]} ms / {durations[2]} ms / {durations[5]} ms / {durations[5]} ms" in text, text
     assert 'id="runs-chosen-range"' not in viewer_client.get(checkpoint.get_absolute_url()).content.decode()
+
+
+def test_progress_that_arrives_after_a_visit_reaches_the_runs_and_runtime_sections(viewer_client, restarted):
+    # The sections are read once per version of the progress (its batch id span): the first visit
+    # fills the cache, a new batch's progress must move the version, not wait out the cache.
+    checkpoint, report = restarted
+    viewer_client.get(checkpoint.get_absolute_url())
+    newest = dict(report[-1], batchId=report[-1]["batchId"] + 1, batchDuration=987_654)
+    BatchProgress.objects.store(progress_from_dict(newest, source="test"), origin="listener")
+
+    page = viewer_client.get(checkpoint.get_absolute_url()).content.decode()
+
+    row = re.search(rf'<tr data-run="{newest["runId"]}">(.*?)</tr>', page, re.S).group(1)
+    text = " ".join(re.sub(r"<[^>]+>", " ", row).split())
+    # 987,654 ms: the run's longest batch now.
+    assert f"{RESTART_AT} – {newest['batchId']} (9)" in text and "/ 16 min 27 s " in text, text
+    runtime = page[page.index('id="runtime-as-of"') : page.index("</p>", page.index('id="runtime-as-of"'))]
+    assert f"the newest is batch {newest['batchId']}," in runtime
