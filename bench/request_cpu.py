@@ -9,8 +9,9 @@ With 50 clients on 2 cores a request waits for the CPU of the 49 before it, so i
 25 times its CPU time: this measures that CPU time alone, without a server, a network or a client
 in the way. For each round, for each ``--repo`` in turn, for each of PATHS: a fresh Python process
 in that checkout sets Django up on ``--database`` (a database bench/pages_at_scale.py or
-bench/cold_charts.py filled: one checkpoint, its user ``pages``) with production's settings (DEBUG
-off) and a cache of its own, signs in with Django's test client, asks for the path ``--warm-up``
+bench/cold_charts.py filled: one checkpoint, its user ``pages``; pages_at_scale's
+``--state-partitions`` fills the state panel) with production's settings (DEBUG off) and a cache
+of its own, signs in with Django's test client, asks for the path ``--warm-up``
 times, then ``--requests`` times, each timed by the wall clock and by the process's CPU clock.
 Prints per round, checkout and path the median and p95 wall milliseconds and the mean CPU
 milliseconds, then the same over all rounds, with the load average. ``--database`` alone (no
@@ -36,6 +37,7 @@ PATHS = {
     "health panel": "/checkpoints/{id}/panels/health/",
     "timeline": "/checkpoints/{id}/charts/timeline.json",
     "runtime charts": "/checkpoints/{id}/charts/runtime.json",
+    "state heatmap": "/checkpoints/{id}/charts/state-heatmap.json",
     "list": "/",
 }
 USER = "pages"  # bench/pages_at_scale.py's
