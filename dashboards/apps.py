@@ -7,3 +7,6 @@ class DashboardsConfig(AppConfig):
 
     def ready(self) -> None:
         from dashboards import audit  # noqa: F401  (connects the failed-login receiver)
+        from dashboards.permission_cache import connect_receivers
+
+        connect_receivers()
