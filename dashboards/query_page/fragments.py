@@ -11,10 +11,13 @@ figure was most of that CPU; an open query page asks for both again every 10 to 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
+from django.conf import settings
 from django.core.cache import cache
 
 from dashboards.models import Checkpoint
@@ -43,5 +46,17 @@ def cached_text(kind: str, version: tuple, build: Callable[[], str]) -> str:
 def cached_value(kind: str, version: tuple, build: Callable[[], Value]) -> Value:
     """``build()``'s value (anything the cache can pickle, None included), built once per ``kind``
     and ``version`` and shared by every web process."""
-    digest = hashlib.blake2b(repr(version).encode(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(repr((_release(), version)).encode(), digest_size=16).hexdigest()
     return cache.get_or_set(f"{kind}:{digest}", build, FRAGMENT_CACHE_SECONDS)
+
+
+@functools.cache
+def _release() -> str:
+    """The code of this package, whose classes the cached values are, and the partials the cached
+    texts are rendered from: what another release stored (a rolling deploy shares the cache) is
+    never read back into classes or pages that changed."""
+    digest = hashlib.blake2b(digest_size=8)
+    partials = Path(settings.BASE_DIR) / "templates" / "dashboards" / "partials"
+    for source in [*sorted(Path(__file__).parent.glob("*.py")), *sorted(partials.glob("*.html"))]:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()

@@ -68,3 +68,24 @@ def test_a_sync_that_finds_nothing_new_still_moves_the_version(history):
     # The text built for the old version is still served for it, and only for it.
     assert cached_text("test", before, lambda: "rebuilt") == "old"
     assert cached_text("test", synced_version(checkpoint), lambda: "new") == "new"
+
+
+def test_a_text_another_release_rendered_is_not_served(tmp_path, settings):
+    # A rolling deploy shares the cache: a changed partial (or module) makes a key of its own.
+    import shutil
+
+    from dashboards.query_page import fragments
+
+    partials = tmp_path / "templates" / "dashboards" / "partials"
+    shutil.copytree(settings.BASE_DIR / "templates" / "dashboards" / "partials", partials)
+    settings.BASE_DIR = tmp_path
+    version = ("release test", tmp_path.name)
+    try:
+        fragments._release.cache_clear()
+        assert cached_text("test", version, lambda: "old") == "old"
+        assert cached_text("test", version, lambda: "same release") == "old"
+        (partials / "runs.html").write_text((partials / "runs.html").read_text() + "<!-- changed -->")
+        fragments._release.cache_clear()
+        assert cached_text("test", version, lambda: "new") == "new"
+    finally:
+        fragments._release.cache_clear()
