@@ -197,7 +197,9 @@ def _interval_trace(points: list[TimelinePoint], times: list[int]) -> _Panel | N
         customdata=[p.batch_id for p in points[1:]],
         mode=line_mode(len(gaps_ms)),
         name="batch interval",
-        line={"color": "#5cb85c"},
+        # A step: a batch's interval spans the time since the previous one, so an idle hour before a
+        # batch reads as an hour-long plateau, not a slope that seems to grow through that hour.
+        line={"color": "#5cb85c", "shape": "vh"},
         hovertemplate=f"batch %{{customdata}}: %{{y:,.3~f}} {unit.name} after the previous one<extra></extra>",
     )
     return _Panel(f"Interval since the previous batch ({unit.name})", (trace,))

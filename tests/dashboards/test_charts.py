@@ -120,6 +120,17 @@ def test_the_timelines_lines_mark_each_batch_while_they_can_be_told_apart_and_ev
     assert by_name["committed"].mode == "markers" and len(by_name["committed"].x) == batches - 1
 
 
+def test_an_interval_stands_over_the_time_since_the_previous_batch():
+    # A batch an hour after the one before (an AvailableNow job, a query that waited for data):
+    # Plotly's "vh" goes up at the earlier batch and holds the hour until this one.
+    points = [TimelinePoint(b, START_MS + 1_000 * b + (3_600_000 if b >= 3 else 0), 0, True) for b in range(5)]
+
+    interval = {trace.name: trace for trace in _timeline(points).data}["batch interval"]
+
+    assert interval.line.shape == "vh"
+    assert list(interval.y) == pytest.approx([1 / 60, 1 / 60, 60 + 1 / 60, 1 / 60])
+
+
 def test_the_intervals_read_in_milliseconds_when_batches_follow_each_other_within_ten_seconds():
     points = [TimelinePoint(b, START_MS + 250 * b, 0, True) for b in range(4)]
 
