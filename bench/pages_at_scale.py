@@ -282,19 +282,24 @@ def _report(rows: list[tuple[str, int, dict]]) -> None:
         )
 
 
+def _add_fill_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the bench's database holds, or that it is kept."""
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--batches", type=int, default=1_000_000)
+    parser.add_argument(
+        "--state-partitions", type=int, default=0, help="state store rows the fill adds (200 an operator)"
+    )
+    parser.add_argument("--reuse", action="store_true", help="keep a database that holds one filled checkpoint")
+
+
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-pages"))
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--batches", type=int, default=1_000_000)
+    _add_fill_arguments(parser)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=15, help="how long wrk keeps each page busy at each concurrency")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument(
-        "--state-partitions", type=int, default=0, help="state store directories the fill adds (200 an operator)"
-    )
     parser.add_argument("--only", help="comma-separated names of the pages to keep busy (default: every page)")
-    parser.add_argument("--reuse", action="store_true", help="keep a database that holds one filled checkpoint")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument(

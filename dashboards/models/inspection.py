@@ -18,7 +18,6 @@ from workers.checkpoint.compactible import next_compaction_batch_id
 from workers.checkpoint.integrity.findings import Finding as IntegrityFinding
 from workers.checkpoint.maintenance.repair import is_repairable
 from workers.checkpoint.statecolumns import column_values, has_positional_names
-from workers.checkpoint.statesummary import StateStoreSummary, summarize_stores
 
 
 class MetadataLog(models.Model):
@@ -154,10 +153,6 @@ class Finding(models.Model):
 class StatePartitionQuerySet(models.QuerySet):
     def for_panel(self) -> StatePartitionQuerySet:
         return self.order_by("operator", "store", "partition")
-
-    def store_totals(self) -> list[StateStoreSummary]:
-        """Per operator and store: partitions, rows, bytes, longest delta chain, slowest restart load."""
-        return summarize_stores(self)
 
 
 class StatePartition(models.Model):
