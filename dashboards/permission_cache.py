@@ -45,11 +45,7 @@ class CachedPermissionsBackend(ModelBackend):
 def _generation() -> int:
     """The current generation: a time in ns, so that one set anew (never set, or evicted) is one
     no cached set was stored under."""
-    generation = cache.get(GENERATION_KEY)
-    if generation is None:
-        cache.add(GENERATION_KEY, time.time_ns(), timeout=None)
-        generation = cache.get(GENERATION_KEY)
-    return generation
+    return cache.get_or_set(GENERATION_KEY, time.time_ns, timeout=None)
 
 
 def forget_permissions(**_kwargs) -> None:
