@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboards.views import chart_builds, favicon, maintenance, registry, runtime
+from dashboards.views import chart_builds, favicon, maintenance, query_page, registry, runtime
 from dashboards.views import pages as views
 
 app_name = "dashboards"
@@ -11,7 +11,7 @@ urlpatterns = [
     path("panels/checkpoints/", views.checkpoint_list_panel, name="checkpoint-list-panel"),
     path("checkpoints/new/", registry.checkpoint_create, name="checkpoint-create"),
     path("checkpoints/archived/", registry.archived_checkpoint_list, name="archived-checkpoint-list"),
-    path("checkpoints/<int:checkpoint_id>/", views.checkpoint_detail, name="checkpoint-detail"),
+    path("checkpoints/<int:checkpoint_id>/", query_page.checkpoint_detail, name="checkpoint-detail"),
     path("checkpoints/<int:checkpoint_id>/edit/", registry.checkpoint_edit, name="checkpoint-edit"),
     path("checkpoints/<int:checkpoint_id>/archive/", registry.checkpoint_archive, name="checkpoint-archive"),
     path("checkpoints/<int:checkpoint_id>/restore/", registry.checkpoint_restore, name="checkpoint-restore"),
@@ -19,9 +19,11 @@ urlpatterns = [
     path("checkpoints/<int:checkpoint_id>/sync/", views.checkpoint_sync, name="checkpoint-sync"),
     path("checkpoints/<int:checkpoint_id>/full-walk/", views.checkpoint_full_walk, name="checkpoint-full-walk"),
     path(
-        "checkpoints/<int:checkpoint_id>/panels/health/", views.checkpoint_health_panel, name="checkpoint-health-panel"
+        "checkpoints/<int:checkpoint_id>/panels/health/",
+        query_page.checkpoint_health_panel,
+        name="checkpoint-health-panel",
     ),
-    path("checkpoints/<int:checkpoint_id>/panels/batches/", views.batch_table_panel, name="batch-table-panel"),
+    path("checkpoints/<int:checkpoint_id>/panels/batches/", query_page.batch_table_panel, name="batch-table-panel"),
     path(
         "checkpoints/<int:checkpoint_id>/charts/timeline.json", views.batch_timeline_chart, name="batch-timeline-chart"
     ),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
@@ -11,11 +10,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from dashboards.health.query_status import Thresholds, assess
+from dashboards.health.query_status import Thresholds
 from dashboards.list_page.checkpoint_list import PROVIDERS, ListRequest, build_list
 from dashboards.list_page.state_variables import page_state_variables
 from dashboards.list_page.trends import duration_trends
@@ -27,7 +25,6 @@ from dashboards.models import (
     MetadataLog,
     StatePartition,
     StateSample,
-    StateScan,
 )
 from dashboards.models.status_rows import (
     PROGRESS_OWNER_OF_ONE,
@@ -38,14 +35,8 @@ from dashboards.models.status_rows import (
 from dashboards.query_page.as_of import (
     AsOf,
     Read,
-    find_read,
-    full_pass_as_of,
-    next_full_pass_at,
-    probe_pass_as_of,
-    state_read,
     sync_as_of,
 )
-from dashboards.query_page.batch_pages import BatchPageRequest, read_batch_page
 from dashboards.query_page.chart_series import BatchRange, timeline_version
 from dashboards.query_page.charts import (
     InventoryPoint,
@@ -55,22 +46,17 @@ from dashboards.query_page.charts import (
     inventory_growth_figure,
     state_heatmap_figure,
 )
-from dashboards.query_page.compaction import CompactionOutlook, median_trigger_seconds, project_compaction
-from dashboards.query_page.fragments import cached_text, synced_version
-from dashboards.query_page.run_summary import compare_with_run, runs_section
+from dashboards.query_page.fragments import cached_text
+from dashboards.query_page.log_outlooks import compact_sizes, outlook, trigger_seconds
+from dashboards.query_page.run_summary import compare_with_run
 from dashboards.query_page.runtime_charts import figure_json
-from dashboards.query_page.runtime_section import runtime_section
-from dashboards.query_page.runtime_series import runtime_version
-from dashboards.query_page.state_panel import state_panel, state_rows_version
+from dashboards.query_page.state_panel import state_rows_version
 from dashboards.query_page.summary_builds import still_building, timeline_batches_to_summarise
 from dashboards.query_page.timeline_rollups import timeline_series
 from dashboards.queueing import ASK_AGAIN, PERIODIC_SYNC, enqueue_on_commit
 from dashboards.task_names import SAMPLE_STATE_PARTITION, SYNC_CHECKPOINT
 
-RECENT_SYNC_RUNS = 10
 CHECKPOINTS_PER_PAGE = 50
-# Batches whose start times give the trigger interval of the compaction projection.
-TRIGGER_SAMPLE_BATCHES = 200
 
 
 def get_checkpoint_for_user(request: HttpRequest, checkpoint_id: int, *, with_status_facts: bool = False) -> Checkpoint:
@@ -111,40 +97,6 @@ def _checkpoint_page_context(request: HttpRequest) -> dict:
         "list_request": list_request,
         "providers": PROVIDERS,
     }
-
-
-@login_required
-def checkpoint_detail(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id, with_status_facts=True)
-    progress = runtime_version(checkpoint)
-    context = {
-        "checkpoint": checkpoint,
-        **_health_context(checkpoint),
-        "batch_table": _batch_table_html(request, checkpoint),
-        "chart_range": BatchRange.from_query(request.GET),
-        "timeline_building": timeline_batches_to_summarise(checkpoint),
-        "runtime": runtime_section(checkpoint, progress),
-        "runs": runs_section(checkpoint, BatchRange.from_query(request.GET), progress),
-        **_metadata_log_context(checkpoint),
-        "findings": checkpoint.findings.open(),
-        **_state_context(checkpoint),
-        **_inventory_context(checkpoint),
-        **_pass_as_of_context(checkpoint),
-    }
-    return render(request, "dashboards/checkpoint_detail.html", context)
-
-
-@login_required
-def checkpoint_health_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id, with_status_facts=True)
-    context = {"checkpoint": checkpoint, **_health_context(checkpoint)}
-    return render(request, "dashboards/partials/checkpoint_health.html", context)
-
-
-@login_required
-def batch_table_panel(request: HttpRequest, checkpoint_id: int) -> HttpResponse:
-    checkpoint = get_checkpoint_for_user(request, checkpoint_id)
-    return HttpResponse(_batch_table_html(request, checkpoint))
 
 
 @login_required
@@ -190,9 +142,9 @@ def _has_untimed_batch(checkpoint: Checkpoint, batch_range: BatchRange) -> bool:
 def compact_size_chart(request: HttpRequest, checkpoint_id: int, log_id: int) -> HttpResponse:
     checkpoint = get_checkpoint_for_user(request, checkpoint_id)
     log = get_object_or_404(MetadataLog, checkpoint=checkpoint, pk=log_id)
-    sizes = _compact_sizes(log)
-    outlook = _outlook(log, sizes, _trigger_seconds(checkpoint))
-    figure = compact_size_figure(sizes, outlook, compact_interval=log.compact_interval)
+    sizes = compact_sizes(log)
+    projection = outlook(log, sizes, trigger_seconds(checkpoint))
+    figure = compact_size_figure(sizes, projection, compact_interval=log.compact_interval)
     return HttpResponse(figure_json(figure), content_type="application/json")
 
 
@@ -311,123 +263,5 @@ def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def _health_context(checkpoint: Checkpoint) -> dict:
-    return {
-        "sync_runs": checkpoint.sync_runs.order_by("-started_at")[:RECENT_SYNC_RUNS],
-        "issues": checkpoint.issues.open(),
-        **_status_context(checkpoint),
-    }
-
-
-def _status_context(checkpoint: Checkpoint) -> dict:
-    """The health model's status of the checkpoint (fetched with_status_facts), from the figures the list reads too."""
-    facts = checkpoint.status_facts()
-    status = assess(facts, now=timezone.now(), thresholds=Thresholds.from_settings(settings))
-    return {"status": status, "last_heard_at": facts.last_heard_at}
-
-
-def _batch_table_html(request: HttpRequest, checkpoint: Checkpoint) -> str:
-    """The batch table partial for the page asked for, rendered once per sync (it needs no request)."""
-    page_request = BatchPageRequest.from_query(request.GET)
-    return cached_text(
-        "batch-table",
-        (*synced_version(checkpoint), page_request.before, page_request.after),
-        partial(_render_batch_table, checkpoint, page_request),
-    )
-
-
-def _render_batch_table(checkpoint: Checkpoint, page_request: BatchPageRequest) -> str:
-    page = read_batch_page(checkpoint.batches.for_table(), page_request, latest_batch_id=checkpoint.latest_batch_id)
-    progress = BatchProgress.objects.table_figures(checkpoint.query_id, [batch.batch_id for batch in page.batches])
-    context = {"checkpoint": checkpoint, "batch_page": page, "batch_progress": progress}
-    return render_to_string("dashboards/partials/batch_table.html", context)
-
-
-def _pass_as_of_context(checkpoint: Checkpoint) -> dict:
-    """The "as of" of the timeline (the last sync) and of the integrity checks (the last full pass)."""
-    synced = find_read(checkpoint.last_synced_at, checkpoint.latest_batch_id)
-    inspected = find_read(checkpoint.last_inspected_at, checkpoint.last_inspected_batch_id)
-    return {
-        "timeline_as_of": _as_of_sync(checkpoint, synced),
-        "findings_as_of": _as_of_full_pass(checkpoint, inspected),
-        "full_walk": _full_walk_context(checkpoint),
-    }
-
-
-def _full_walk_context(checkpoint: Checkpoint) -> dict:
-    """When the last full walk ran, whether one is asked for, and when the schedule runs the next."""
-    now = timezone.now()
-    next_at = next_full_pass_at(checkpoint, now, settings.FULL_WALK_INTERVAL_SECONDS)
-    return {
-        "last_at": checkpoint.last_inspected_at,
-        "last_batch_id": checkpoint.last_inspected_batch_id,
-        "requested_at": checkpoint.full_walk_requested_at,
-        "next_in": None if next_at is None else max(next_at - now, timedelta(0)),
-        "interval": settings.FULL_WALK_INTERVAL_SECONDS,
-        "probe_interval": settings.INSPECT_INTERVAL_SECONDS,
-    }
-
-
 def _as_of_sync(checkpoint: Checkpoint, read: Read | None, batches_in_flight: int = 0) -> AsOf:
     return sync_as_of(checkpoint, read, now=timezone.now(), batches_in_flight=batches_in_flight)
-
-
-def _as_of_full_pass(checkpoint: Checkpoint, read: Read | None) -> AsOf:
-    return full_pass_as_of(checkpoint, read, now=timezone.now(), interval_seconds=settings.FULL_WALK_INTERVAL_SECONDS)
-
-
-def _inventory_context(checkpoint: Checkpoint) -> dict:
-    inventory = list(DirectoryInventory.objects.latest_for(checkpoint))
-    taken = (inventory[0].taken_at, inventory[0].taken_at_batch_id) if inventory else (None, None)
-    return {"inventory": inventory, "inventory_as_of": _as_of_full_pass(checkpoint, find_read(*taken))}
-
-
-def _metadata_log_context(checkpoint: Checkpoint) -> dict:
-    logs = list(checkpoint.metadata_logs.all())
-    trigger = _trigger_seconds(checkpoint) if logs else None
-    # A log the last pass could not read keeps older figures: the panel is as old as its oldest row.
-    oldest = min(logs, key=lambda log: log.updated_at, default=None)
-    read = None if oldest is None else Read(oldest.updated_at, oldest.read_at_batch_id)
-    return {
-        "metadata_logs": [(log, _outlook(log, _compact_sizes(log), trigger)) for log in logs],
-        # Followed between full walks by the probe (workers.probe_pass), which moves every row's updated_at.
-        "metadata_logs_as_of": probe_pass_as_of(
-            checkpoint, read, now=timezone.now(), interval_seconds=settings.INSPECT_INTERVAL_SECONDS
-        ),
-        "compaction_speed": settings.COMPACTION_BYTES_PER_SECOND,
-    }
-
-
-def _compact_sizes(log: MetadataLog) -> list[tuple[int, int]]:
-    return list(log.compact_files.values_list("batch_id", "size_bytes"))
-
-
-def _trigger_seconds(checkpoint: Checkpoint) -> float | None:
-    return median_trigger_seconds(checkpoint.batches.recent_timestamps(TRIGGER_SAMPLE_BATCHES))
-
-
-def _outlook(log: MetadataLog, sizes: list[tuple[int, int]], trigger: float | None) -> CompactionOutlook | None:
-    """The projection for a sink log (its batch ids are the query's); source logs count by logOffset."""
-    if trigger is None or log.latest_batch_id is None:
-        return None
-    return project_compaction(
-        sizes,
-        latest_batch_id=log.latest_batch_id,
-        trigger_seconds=trigger,
-        bytes_per_second=settings.COMPACTION_BYTES_PER_SECOND,
-    )
-
-
-def _state_context(checkpoint: Checkpoint) -> dict:
-    panel = state_panel(checkpoint)
-    if panel is None:
-        return {"state_panel": None}
-    return {
-        "state_panel": panel,
-        "state_scan": StateScan.objects.latest_for(checkpoint),
-        "state_as_of": _as_of_sync(checkpoint, state_read(panel.latest_version, panel.read_at), batches_in_flight=1),
-        "state_version": panel.latest_version,
-        "inspect_interval": settings.INSPECT_INTERVAL_SECONDS,
-        "full_walk_interval": settings.FULL_WALK_INTERVAL_SECONDS,
-        "state_follow_min_seconds": settings.STATE_FOLLOW_MIN_SECONDS,
-    }
