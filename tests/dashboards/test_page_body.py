@@ -71,7 +71,9 @@ def _new_finding(checkpoint: Checkpoint) -> str:
 
 def _finding_seen_again_with_a_new_message(checkpoint: Checkpoint) -> str:
     finding = Finding.objects.create(checkpoint=checkpoint, code="test", severity=Finding.Severity.ERROR, message="old")
-    checkpoint.findings.filter(pk=finding.pk).update(message="the message of its next pass", last_seen_at=timezone.now())
+    checkpoint.findings.filter(pk=finding.pk).update(
+        message="the message of its next pass", last_seen_at=timezone.now()
+    )
     return "the message of its next pass"
 
 
@@ -108,7 +110,9 @@ def test_what_a_pass_writes_after_a_visit_reaches_the_next_one(viewer_client, sy
 
 
 def test_a_finding_the_next_pass_resolves_leaves_the_page(viewer_client, synced):
-    finding = Finding.objects.create(checkpoint=synced, code="test", severity=Finding.Severity.ERROR, message="gone soon")
+    finding = Finding.objects.create(
+        checkpoint=synced, code="test", severity=Finding.Severity.ERROR, message="gone soon"
+    )
     assert "gone soon" in _visit(viewer_client, synced)[0]
     Finding.objects.filter(pk=finding.pk).update(resolved_at=timezone.now())
     assert "gone soon" not in _visit(viewer_client, synced)[0]
