@@ -11,7 +11,8 @@ in the way. For each round, for each ``--repo`` in turn, for each of PATHS: a fr
 in that checkout sets Django up on ``--database`` (a database bench/pages_at_scale.py or
 bench/cold_charts.py filled: one checkpoint, its user ``pages``; pages_at_scale's
 ``--state-partitions`` fills the state panel) with production's settings (DEBUG off) and a cache
-of its own, signs in with Django's test client, asks for the path ``--warm-up``
+of its own (with ``--redis-url``, that Redis database, emptied before each process, as production
+caches sessions, permissions and fragments there), signs in with Django's test client, asks for the path ``--warm-up``
 times, then ``--requests`` times, each timed by the wall clock and by the process's CPU clock.
 Prints per round, checkout and path the median and p95 wall milliseconds and the mean CPU
 milliseconds, then the same over all rounds, with the load average. ``--database`` alone (no
@@ -79,6 +80,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=",".join(PATHS), help="comma-separated names of PATHS")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ckptweb-request-cpu"))
+    parser.add_argument(
+        "--redis-url", default="", help="a Redis database of its own, as production's cache (emptied); default: none"
+    )
     return parser.parse_args()
 
 
@@ -89,6 +93,7 @@ def _environment(args: argparse.Namespace, repo: Path, path: str) -> dict[str, s
         "DJANGO_SETTINGS_MODULE": "ckptweb.settings",
         "CKPTWEB_DATABASE_URL": args.database_url.rsplit("/", 1)[0] + "/" + args.database,
         "CKPTWEB_DATA_DIR": str(args.workdir / repo.name),  # the local cache: a process's own
+        **({"CKPTWEB_REDIS_URL": args.redis_url} if args.redis_url else {}),
         "CKPTWEB_ALLOWED_HOSTS": "testserver",
         "CKPTWEB_LOG_LEVEL": "WARNING",
         "BENCH_USER": USER,
@@ -99,6 +104,10 @@ def _environment(args: argparse.Namespace, repo: Path, path: str) -> dict[str, s
 
 
 def _measure(args: argparse.Namespace, repo: Path, path: str) -> dict[str, list[float]]:
+    if args.redis_url:  # each process starts from an empty shared cache, as after a deploy
+        subprocess.run(
+            [sys.executable, "-c", f"import redis; redis.Redis.from_url({args.redis_url!r}).flushdb()"], check=True
+        )
     done = subprocess.run(
         [sys.executable, "-c", CHILD],
         cwd=repo,
