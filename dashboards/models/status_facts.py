@@ -1,6 +1,7 @@
 """A checkpoint's status facts from one row of the store: the fields the list and /metrics read
 (values(), no model instances) and status_facts_of, which makes the health model's input of a
-row or of an instance; count_per_checkpoint, the correlated count they share.
+row or of an instance; count_per_checkpoint, the correlated count they share (on
+aggregate_per_checkpoint, which the query page's version uses too).
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from dashboards.health.query_status import StatusFacts
 from dashboards.models.syncs import SyncRun
 
 
+def aggregate_per_checkpoint(rows: models.QuerySet, aggregate, checkpoint_field: str = "checkpoint") -> Subquery:
+    """``aggregate`` over the ``rows`` of each checkpoint (reached by ``checkpoint_field``), in a
+    correlated subquery of the select list; None for a checkpoint without rows."""
+    grouped = rows.filter(**{checkpoint_field: OuterRef("pk")}).order_by().values(checkpoint_field)
+    return Subquery(grouped.annotate(figure=aggregate).values("figure"))
+
+
 def count_per_checkpoint(rows: models.QuerySet) -> Coalesce:
     """Count the ``rows`` of each checkpoint in a correlated subquery of the select list."""
-    counted = rows.filter(checkpoint=OuterRef("pk")).order_by().values("checkpoint").annotate(count=models.Count("pk"))
-    return Coalesce(Subquery(counted.values("count")), 0)
+    return Coalesce(aggregate_per_checkpoint(rows, models.Count("pk")), 0)
 
 
 def _last_heard(progress_at: datetime | None, input_rows: int | None, idle_at: datetime | None) -> dict[str, Any]:

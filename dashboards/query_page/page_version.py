@@ -36,15 +36,10 @@ from dashboards.models import (
     StateScan,
 )
 from dashboards.models.precompiled import PrecompiledValues
+from dashboards.models.status_facts import aggregate_per_checkpoint
 from dashboards.query_page.as_of import Read, find_read
 from dashboards.query_page.fragments import checkpoint_identity, synced_version
 from dashboards.query_page.state_panel import StateRowsVersion, state_rows_version
-
-
-def _per_checkpoint(rows: QuerySet, aggregate, checkpoint_field: str = "checkpoint") -> Subquery:
-    """``aggregate`` over the outer checkpoint's ``rows``, in a correlated subquery (None without rows)."""
-    grouped = rows.filter(**{checkpoint_field: OuterRef("pk")}).order_by().values(checkpoint_field)
-    return Subquery(grouped.annotate(figure=aggregate).values("figure"))
 
 
 def _first_of(rows: QuerySet, field: str, order: str) -> Subquery:
@@ -55,7 +50,7 @@ def _owned_progress_end(order: str) -> Subquery:
     return Subquery(BatchProgress.objects.owned_by_outer_checkpoint().order_by(order).values("batch_id")[:1])
 
 
-# Figures that only version the sections (their values are not shown).
+# Figures that only version the sections (their values are not shown): name -> (rows, aggregate).
 _SCANS = {
     "scan_newest_pk": (StateScan.objects.all(), Max("pk")),
     "scan_chunks_done": (StateScan.objects.all(), Sum("chunks_done")),
@@ -63,9 +58,9 @@ _SCANS = {
     "scan_errors": (StateScan.objects.all(), Sum("error_count")),
 }
 _FINDINGS = {
-    "finding_count": (Finding.objects.filter(resolved_at__isnull=True), Count("pk")),
-    "finding_newest_pk": (Finding.objects.filter(resolved_at__isnull=True), Max("pk")),
-    "finding_last_seen": (Finding.objects.filter(resolved_at__isnull=True), Max("last_seen_at")),
+    "finding_count": (Finding.objects.open(), Count("pk")),
+    "finding_newest_pk": (Finding.objects.open(), Max("pk")),
+    "finding_last_seen": (Finding.objects.open(), Max("last_seen_at")),
 }
 _LOGS = {
     "log_count": (MetadataLog.objects.all(), Count("pk")),
@@ -79,19 +74,20 @@ _INVENTORY = {
     "inventory_taken": (DirectoryInventory.objects.all(), Max("taken_at")),
     "inventory_newest_pk": (DirectoryInventory.objects.all(), Max("pk")),
 }
+_PER_CHECKPOINT = {**_SCANS, **_FINDINGS, **_LOGS, **_INVENTORY}
+# Compact files reach their checkpoint through their log.
 _COMPACT_FILES = {
     "compact_file_count": (CompactFile.objects.all(), Count("pk")),
     "compact_file_newest_pk": (CompactFile.objects.all(), Max("pk")),
 }
-VERSION_FIELDS = (*_SCANS, *_FINDINGS, *_LOGS, *_INVENTORY, *_COMPACT_FILES, "progress_first", "progress_last")
+VERSION_FIELDS = (*_PER_CHECKPOINT, *_COMPACT_FILES, "progress_first", "progress_last")
 
 
 def _page_figures(checkpoint_id: int) -> QuerySet:
-    figures = {name: _per_checkpoint(rows, aggregate) for name, (rows, aggregate) in _SCANS.items()}
-    figures |= {name: _per_checkpoint(rows, aggregate) for name, (rows, aggregate) in {**_FINDINGS, **_LOGS}.items()}
-    figures |= {name: _per_checkpoint(rows, aggregate) for name, (rows, aggregate) in _INVENTORY.items()}
+    figures = {name: aggregate_per_checkpoint(rows, aggregate) for name, (rows, aggregate) in _PER_CHECKPOINT.items()}
     figures |= {
-        name: _per_checkpoint(rows, aggregate, "log__checkpoint") for name, (rows, aggregate) in _COMPACT_FILES.items()
+        name: aggregate_per_checkpoint(rows, aggregate, "log__checkpoint")
+        for name, (rows, aggregate) in _COMPACT_FILES.items()
     }
     oldest_log = MetadataLog.objects.all()
     annotated = Checkpoint.objects.filter(pk=checkpoint_id).with_progress_owner()
