@@ -23,6 +23,9 @@ from django.db.models import QuerySet
 # Stands for the argument while the queryset is compiled: no checkpoint has this id, and the
 # compiled parameters are searched for it to know where the argument goes.
 ARGUMENT_SENTINEL = -7_318_264_519_062
+# Every PrecompiledValues made, in the order their modules were imported: a fresh web worker
+# compiles and runs them all once before its first request (ckptweb/warm_up.py).
+REGISTERED: list[PrecompiledValues] = []
 
 
 class CompiledQuery:
@@ -66,9 +69,15 @@ class PrecompiledValues:
         self._build = build
         self._takes_argument = takes_argument
         self._per_thread = threading.local()
+        REGISTERED.append(self)
 
     def rows(self, argument: Any = None, *, using: str = DEFAULT_DB_ALIAS) -> list[dict[str, Any]]:
         return self._compiled_for(using).rows(argument)
+
+    def warm_up(self, argument: Any) -> None:
+        """Compile the SQL and run it once (``argument`` where it takes one), for what it costs first:
+        the ORM's compiling and the database backend's reading of the tables' catalogs."""
+        self.rows(argument if self._takes_argument else None)
 
     def _compiled_for(self, using: str) -> CompiledQuery:
         compiled_of = self._per_thread.__dict__.setdefault("compiled", {})
