@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
 from django.db.models.sql.compiler import SQLCompiler
 from django.urls import reverse
 from django.utils import timezone
@@ -75,6 +75,25 @@ def test_the_list_rows_equal_the_orm_rows(spread):
     assert by_name["copy"]["copy_of_id"] == spread[0].pk and by_name["copy"]["finding_error_count"] == 1
     assert by_name["original"]["open_issue_count"] == 1 and by_name["original"]["last_sync_status"] == "partial"
     assert isinstance(by_name["original"]["query_uuid"], uuid.UUID)
+
+
+def test_the_list_rows_datetimes_are_the_orm_s_to_their_time_zone(spread, monkeypatch):
+    """On PostgreSQL they are read by psycopg's loader instead of Django's (read_timestamps_in_c); the
+    cached pages' versions are digests of their repr, so the tzinfo must be the very same too."""
+    django_loads = []
+    if connection.vendor == "postgresql":
+        from django.db.backends.postgresql.psycopg_any import BaseTzLoader
+
+        load = BaseTzLoader.load
+        monkeypatch.setattr(BaseTzLoader, "load", lambda self, data: django_loads.append(data) or load(self, data))
+
+    rows = status_list_rows()
+
+    assert django_loads == []  # no value went through Django's Python loader
+    expected = list(Checkpoint.objects.status_list_rows())
+    assert len(django_loads) > 0 or connection.vendor != "postgresql"  # the ORM's values() still do
+    assert repr(rows) == repr(expected)
+    assert any(isinstance(value, datetime) for value in rows[0].values())
 
 
 def test_the_list_rows_follow_the_store_after_they_were_compiled(spread):
