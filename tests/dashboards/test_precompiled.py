@@ -120,7 +120,23 @@ def test_one_checkpoint_carries_the_annotations_the_orm_gives_it(spread, annotat
         got = annotated_checkpoint(checkpoint.pk, annotations)
 
         assert {name: getattr(got, name) for name in names} == {name: getattr(expected, name) for name in names}
-        assert got.query == expected.query and got.name == expected.name
+        assert _fields(got) == _fields(expected)
+        assert (got.query is None) == (expected.query is None)
+        if expected.query is not None:
+            assert _fields(got.query) == _fields(expected.query)
+        assert not got._state.adding and got._state.db == "default"  # as fetched: a save() updates it
+
+
+def _fields(instance) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+
+
+def test_a_checkpoint_without_a_query_has_none(spread):
+    lone = make_checkpoint(name="lone", url="/nowhere/lone")
+
+    got = annotated_checkpoint(lone.pk, STATUS_FACTS_OF_ONE)
+
+    assert got.query_id is None and got.query is None and _fields(got) == _fields(Checkpoint.objects.get(pk=lone.pk))
 
 
 def test_the_status_facts_of_a_copy_are_the_copy_s(spread):
