@@ -13,8 +13,8 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
 from dashboards.models.core import Checkpoint, CheckpointQuerySet
-from dashboards.models.queries import StreamingQuery
 from dashboards.models.precompiled import PrecompiledValues
+from dashboards.models.queries import StreamingQuery
 
 STATUS_LIST_ROWS = PrecompiledValues(lambda: Checkpoint.objects.status_list_rows(), takes_argument=False)
 
