@@ -97,18 +97,19 @@ def warm_up_pages() -> None:
         checkpoint_id = Checkpoint.objects.active().order_by("-last_synced_at").values_list("pk", flat=True).first()
         if checkpoint_id is None:
             return
+        allowed = settings.ALLOWED_HOSTS[0] if settings.ALLOWED_HOSTS else "*"
+        host = "localhost" if "*" in allowed else allowed.lstrip(".")  # ".example.com" allows example.com
+        user = get_user_model()(username="warm-up", is_active=True, is_staff=True, is_superuser=True)
         with _no_cache():
             for name in QUERY_PAGE_VIEWS:
-                _serve(reverse(name, args=[checkpoint_id]))
+                _serve(reverse(name, args=[checkpoint_id]), host, user)
     except Exception as error:  # noqa: BLE001  (a warm-up that fails must not stop the worker's boot)
         logger.warning("web process warm-up: the query page did not render (%r); the first request will", error)
         connections.close_all()  # a connection the error left broken is not the first request's
 
 
-def _serve(path: str) -> None:
-    """The view of ``path`` called as the URLconf resolves it, without the middleware (no session)."""
-    allowed = settings.ALLOWED_HOSTS[0] if settings.ALLOWED_HOSTS else "*"
-    host = "localhost" if "*" in allowed else allowed.lstrip(".")  # ".example.com" allows example.com
+def _serve(path: str, host: str, user) -> None:
+    """The view of ``path`` called as the URLconf resolves it for ``user``, without the middleware (no session)."""
     request = WSGIRequest(
         {
             "REQUEST_METHOD": "GET",
@@ -120,7 +121,7 @@ def _serve(path: str) -> None:
             "wsgi.url_scheme": "http",
         }
     )
-    request.user = get_user_model()(username="warm-up", is_active=True, is_staff=True, is_superuser=True)
+    request.user = user
     match = resolve(path)
     response = match.func(request, *match.args, **match.kwargs)
     if response.status_code != 200:

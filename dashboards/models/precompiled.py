@@ -13,6 +13,7 @@ holds the two side by side on both databases.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -65,13 +66,18 @@ def read_timestamps_in_c(cursor: CursorWrapper) -> None:
     list's 1,000 rows hold 4,000 (13 of the 70 ms it cost a request, docs/benchmarks.md). psycopg's
     loader gives the value in the session's time zone, which Django sets to its own when it connects
     (DatabaseWrapper.ensure_timezone): the same datetimes, the same tzinfo."""
-    if cursor.db.vendor != "postgresql":
-        return
+    if cursor.db.vendor == "postgresql":
+        cursor.cursor.adapters.register_loader(*_psycopg_timestamptz_loader())
+
+
+@functools.cache
+def _psycopg_timestamptz_loader() -> tuple[int, type]:
+    """The timestamptz type's oid and psycopg's own loader of its text, looked up once."""
     from psycopg import postgres
     from psycopg.pq import Format
 
     timestamptz = postgres.types["timestamptz"].oid
-    cursor.cursor.adapters.register_loader(timestamptz, postgres.adapters.get_loader(timestamptz, Format.TEXT))
+    return timestamptz, postgres.adapters.get_loader(timestamptz, Format.TEXT)
 
 
 class PrecompiledValues:
